@@ -1,0 +1,119 @@
+// Package conv defines the canonical conversation record that every stage
+// reads and writes: the contract between load, tokenize, generate, filter,
+// merge and handoff.
+package conv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Roles a Message may carry. Loaders map every dataset vocabulary
+// (human/gpt, prompter, function_call/observation, ...) onto these.
+const (
+	System    = "system"
+	User      = "user"
+	Assistant = "assistant"
+	Tool      = "tool"
+)
+
+// Record is one conversation with its provenance and the results that stages
+// attach to it. Fields a stage does not produce stay empty and are omitted
+// from JSON.
+type Record struct {
+	// Key identifies the record across runs: a hash of its content, so it
+	// survives spec edits, renamed files and reordered lines.
+	Key string `json:"key"`
+	// Dataset is the spec's name for the dataset the record came from.
+	Dataset string `json:"dataset,omitempty"`
+	// Source says where in the input the record was read.
+	Source Source `json:"source"`
+	// Messages is the conversation, oldest first.
+	Messages []Message `json:"messages"`
+	// Tools are the functions the assistant may call, as JSON-schema definitions.
+	Tools []ToolDef `json:"tools,omitempty"`
+
+	// PromptIDs are the prompt's token ids with the generation prompt, set by tokenize.
+	PromptIDs []int `json:"prompt_ids,omitempty"`
+	// PromptTokens counts the prompt's tokens (from tokenize or the server).
+	PromptTokens int `json:"prompt_tokens,omitempty"`
+	// Generation is the target model's answer, set by generate.
+	Generation *Generation `json:"generation,omitempty"`
+}
+
+// Source is a record's provenance.
+type Source struct {
+	File string `json:"file,omitempty"`
+	// Line is the 1-based line of the record in a line-oriented file, else 0.
+	Line int `json:"line,omitempty"`
+	// Index is the 0-based position of the record in its file.
+	Index int `json:"index"`
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// Reasoning is the assistant's thinking, kept apart from its answer.
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID ties a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message.
+	Name string `json:"name,omitempty"`
+}
+
+// ToolCall is one function call made by the assistant.
+type ToolCall struct {
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+	// Arguments is a JSON object; loaders decode string and double-encoded forms.
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolDef is a function the assistant may call.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Generation is one answer of the target model to a record's prompt.
+type Generation struct {
+	Content   string     `json:"content"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// FinishReason is "stop", "length", "tool_calls" or the server's word.
+	FinishReason     string `json:"finish_reason"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	CachedTokens     int    `json:"cached_tokens,omitempty"`
+	// OutputIDs are the completion's token ids as the server reported them.
+	OutputIDs []int `json:"output_ids,omitempty"`
+	// MaxTokens is the output cap that was sent with the request.
+	MaxTokens int `json:"max_tokens"`
+	// Model names what answered (endpoint model or "sim").
+	Model string `json:"model,omitempty"`
+}
+
+// Prompt returns the messages a generation answers: everything before a
+// final assistant turn, or all messages when the conversation ends elsewhere.
+func (r *Record) Prompt() []Message {
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == Assistant {
+		return r.Messages[:n-1]
+	}
+	return r.Messages
+}
+
+// ContentKey returns a stable key for a conversation: a hash of its messages
+// and tools, independent of file names, line numbers and spec edits.
+func ContentKey(messages []Message, tools []ToolDef) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	// Encoding a slice of plain structs cannot fail.
+	_ = enc.Encode(messages)
+	_ = enc.Encode(tools)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

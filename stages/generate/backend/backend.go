@@ -1,0 +1,80 @@
+// Package backend defines how the generate stage talks to a model: one
+// request in, one answer out, with errors that say whether and when to retry.
+// Each API (the in-process simulator, SGLang's /generate, OpenAI-compatible
+// chat and completions) implements Backend in its own package.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages/conv"
+)
+
+// Backend generates one answer. Implementations are safe for concurrent use.
+// A returned error is an *Error when the backend can classify it; anything
+// else is treated as retryable.
+type Backend interface {
+	Generate(ctx context.Context, req *Request) (*conv.Generation, error)
+}
+
+// Request is one generation request.
+type Request struct {
+	// Key is the record key, sent along for tracing (never part of the prompt).
+	Key      string
+	Messages []conv.Message
+	Tools    []conv.ToolDef
+	// InputIDs is the tokenized prompt, for APIs that take token ids.
+	InputIDs []int
+	// MaxTokens is the output cap; always sent, since servers' defaults are tiny.
+	MaxTokens   int
+	Temperature *float64
+	TopP        *float64
+	TopK        *int
+	Stop        []string
+	Seed        *int
+	// Progress, when set, is called with the number of completion tokens
+	// produced so far while a streaming answer arrives.
+	Progress func(tokens int)
+}
+
+// Kind classifies a failed request.
+type Kind int
+
+// Kinds of failure; Retryable ones are sent again after a backoff.
+const (
+	Retryable Kind = iota // connection error, timeout, 5xx, truncated body
+	Permanent             // 4xx such as a prompt longer than the context
+	Fatal                 // nothing will succeed: credits exhausted, bad key
+)
+
+// Error is a classified backend failure.
+type Error struct {
+	Kind Kind
+	// Status is the HTTP status, or 0.
+	Status int
+	// RetryAfter is the server's requested wait, or 0.
+	RetryAfter time.Duration
+	Msg        string
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("http %d: %s", e.Status, e.Msg)
+	}
+	return e.Msg
+}
+
+// Classify returns the kind of err and the wait the server asked for.
+func Classify(err error) (Kind, time.Duration) {
+	var be *Error
+	if errors.As(err, &be) {
+		return be.Kind, be.RetryAfter
+	}
+	if errors.Is(err, context.Canceled) {
+		return Permanent, 0
+	}
+	return Retryable, 0
+}
