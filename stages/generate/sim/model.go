@@ -89,6 +89,7 @@ const (
 	PartReasoning             // text between the markers
 	PartContent               // the answer proper
 	PartToolArgs              // a tool call's JSON arguments
+	PartEnd                   // the end-of-turn token
 )
 
 // Token is one produced token.
@@ -108,15 +109,18 @@ type Answer struct {
 	PromptTokens int
 }
 
-// CompletionTokens counts every produced token, think markers included.
+// CompletionTokens counts every produced token, think markers and the
+// end-of-turn token included, as servers count (and bill) them.
 func (a *Answer) CompletionTokens() int { return len(a.Tokens) }
 
-// OutputIDs returns the ids of the produced tokens; no end-of-turn token is
-// included, whether the answer stopped or was cut.
+// OutputIDs returns the ids of the produced tokens without the end-of-turn
+// token, whether the answer stopped or was cut: the form eaglet records.
 func (a *Answer) OutputIDs() []int {
-	ids := make([]int, len(a.Tokens))
-	for i, t := range a.Tokens {
-		ids[i] = t.ID
+	ids := make([]int, 0, len(a.Tokens))
+	for _, t := range a.Tokens {
+		if t.Part != PartEnd {
+			ids = append(ids, t.ID)
+		}
 	}
 	return ids
 }
@@ -185,12 +189,16 @@ func (m *Model) Answer(p Prompt, o Options) *Answer {
 	reasoning := 0
 	if m.cfg.Reasoning > 0 && !o.NoThinking {
 		share := min(0.95, m.cfg.Reasoning*(0.5+r.float()))
-		// Leave room for both markers and at least one answer token.
-		reasoning = min(int(float64(natural)*share), natural-3)
+		// Leave room for both markers, one answer token and EOS.
+		reasoning = min(int(float64(natural)*share), natural-4)
 	}
 	n := min(natural, limit)
 	if natural > limit {
 		a.FinishReason = "length"
+	}
+	stopping := a.FinishReason == "stop"
+	if stopping {
+		n-- // the last token is EOS
 	}
 	a.Tokens = make([]Token, 0, n)
 	emit := func(text string, id int, part Part) bool {
@@ -211,11 +219,11 @@ func (m *Model) Answer(p Prompt, o Options) *Answer {
 	var args []string
 	if tool != nil {
 		args = Pieces(toolArgs(mix(key, 3)))
-		if len(a.Tokens)+len(args)+8 > limit {
+		if len(a.Tokens)+len(args)+9 > limit {
 			args, tool = nil, nil // the call would not fit: answer in prose
 		} else {
 			n = len(a.Tokens) + 8 + len(args)
-			a.FinishReason = "tool_calls"
+			a.FinishReason, stopping = "tool_calls", true
 		}
 	}
 	w := newWriter(mix(key, 2), false, true)
@@ -224,8 +232,11 @@ func (m *Model) Answer(p Prompt, o Options) *Answer {
 	for _, p := range args {
 		emit(p, 0, PartToolArgs)
 	}
-	if a.FinishReason == "stop" && a.Tokens[len(a.Tokens)-1].Part == PartContent {
-		a.Tokens[len(a.Tokens)-1].Text = "."
+	if k := len(a.Tokens) - 1; a.FinishReason == "stop" && k >= 0 && a.Tokens[k].Part == PartContent {
+		a.Tokens[k].Text = "."
+	}
+	if stopping {
+		a.Tokens = append(a.Tokens, Token{ID: EOS, Part: PartEnd})
 	}
 
 	var reason, content, argText []byte

@@ -42,16 +42,20 @@ func TestModel_Answer_Shape(t *testing.T) {
 					t.Fatalf("prompt %d: cut at %d, max %d", i, n, max)
 				}
 			case "stop":
+				if a.Tokens[n-1].ID != EOS {
+					t.Fatalf("prompt %d: stopped without EOS", i)
+				}
 				if !strings.HasSuffix(a.Content, ".") || a.Reasoning != "" && !strings.Contains(textOf(a), "</think>") {
 					t.Fatalf("prompt %d: stopped answer %q", i, textOf(a))
 				}
 			default:
 				t.Fatalf("finish reason %q", a.FinishReason)
 			}
-			if got := Count(a.Reasoning) + Count(a.Content) + 2; a.Reasoning != "" && a.FinishReason == "stop" && got != n {
+			if got := Count(a.Reasoning) + Count(a.Content) + 3; a.Reasoning != "" && a.FinishReason == "stop" && got != n {
 				t.Fatalf("prompt %d: recount %d, completion tokens %d", i, got, n)
 			}
-			if !reflect.DeepEqual(Tokenize(a.Content), a.OutputIDs()[n-Count(a.Content):]) {
+			ids := a.OutputIDs()
+			if !reflect.DeepEqual(Tokenize(a.Content), ids[len(ids)-Count(a.Content):]) {
 				t.Fatalf("prompt %d: output ids do not match the content's sim tokens", i)
 			}
 		}

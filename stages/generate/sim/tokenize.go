@@ -9,11 +9,12 @@ import "hash/fnv"
 // tokenizer on English prose for lengths, budgets and speeds to behave.
 //
 // Ids are a hash of the piece into [firstWordID, VocabSize), so every id
-// sequence is stable across runs and machines; ThinkStart and ThinkEnd are
-// single special tokens that never come out of Tokenize.
+// sequence is stable across runs and machines; ThinkStart, ThinkEnd and EOS
+// are special tokens that never come out of Tokenize.
 const (
 	ThinkStart  = 1
 	ThinkEnd    = 2
+	EOS         = 3 // end of turn; its text is empty
 	firstWordID = 16
 	// VocabSize bounds every id the sim produces.
 	VocabSize = 100_000
