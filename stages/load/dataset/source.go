@@ -1,0 +1,416 @@
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// value is one row's raw JSON and the line it starts on (0 when the input
+// has no lines).
+type value struct {
+	raw  []byte
+	line int
+}
+
+// source yields the raw rows of a file, whatever its container.
+type source interface {
+	// next returns the next row, io.EOF at the end, or a *RowError.
+	next() (value, error)
+	// count counts the rows left without converting them.
+	count() (int, error)
+	kind() string
+	close() error
+}
+
+var (
+	magicGzip    = []byte{0x1f, 0x8b}
+	magicZstd    = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	magicParquet = []byte("PAR1")
+	utf8BOM      = []byte{0xef, 0xbb, 0xbf}
+)
+
+// openSource sniffs the container from the file's first bytes.
+func openSource(path string) (source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(f, 1<<16)
+	head, _ := br.Peek(4)
+	switch {
+	case bytes.HasPrefix(head, magicParquet):
+		src, err := openParquet(f)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return src, nil
+	case bytes.HasPrefix(head, magicGzip):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		return openText(bufio.NewReaderSize(zr, 1<<16), "+gzip", f)
+	case bytes.HasPrefix(head, magicZstd):
+		zr, err := zstd.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return openText(bufio.NewReaderSize(zr, 1<<16), "+zstd", closers{zr.IOReadCloser(), f})
+	}
+	return openText(br, "", f)
+}
+
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// openText decides between line mode (JSONL: every line a value, so a bad
+// line is one bad row) and document mode (a JSON array, one object, or
+// pretty-printed objects one after another) by whether the first non-blank
+// line is a whole JSON value.
+func openText(br *bufio.Reader, suffix string, c io.Closer) (source, error) {
+	lr := &lineReader{br: br}
+	var consumed bytes.Buffer
+	for {
+		line, err := lr.readLine()
+		if err == io.EOF {
+			return &lineSource{lr: lr, c: c, suffix: suffix}, nil
+		}
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		if lr.n == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		consumed.Write(line)
+		consumed.WriteByte('\n')
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 {
+			continue
+		}
+		if json.Valid(t) || (t[0] == '{' && t[len(t)-1] == '}') {
+			return &lineSource{lr: lr, c: c, suffix: suffix, first: append([]byte(nil), t...), firstLine: lr.n}, nil
+		}
+		rest := io.MultiReader(bytes.NewReader(consumed.Bytes()), br)
+		return newDocSource(rest, t[0], suffix, c), nil
+	}
+}
+
+// lineReader reads lines of any length (no bufio.Scanner limit), reusing
+// one buffer that grows to the longest line.
+type lineReader struct {
+	br  *bufio.Reader
+	buf []byte
+	n   int // lines read
+}
+
+// readLine returns the next line without its newline; the slice is valid
+// until the next call.
+func (l *lineReader) readLine() ([]byte, error) {
+	l.buf = l.buf[:0]
+	for {
+		chunk, err := l.br.ReadSlice('\n')
+		l.buf = append(l.buf, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(l.buf) > 0 {
+			l.n++
+			return l.buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		l.n++
+		return bytes.TrimSuffix(l.buf[:len(l.buf)-1], []byte{'\r'}), nil
+	}
+}
+
+// lineSource reads JSONL: each non-blank line is one value.
+type lineSource struct {
+	lr        *lineReader
+	c         io.Closer
+	suffix    string
+	first     []byte // the line openText read to decide the mode
+	firstLine int
+}
+
+func (s *lineSource) next() (value, error) {
+	if s.first != nil {
+		v := value{raw: s.first, line: s.firstLine}
+		s.first = nil
+		return s.check(v)
+	}
+	for {
+		line, err := s.lr.readLine()
+		if err != nil {
+			return value{}, err
+		}
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 {
+			continue
+		}
+		return s.check(value{raw: append([]byte(nil), t...), line: s.lr.n})
+	}
+}
+
+func (s *lineSource) check(v value) (value, error) {
+	if !json.Valid(v.raw) {
+		var x json.RawMessage
+		err := json.Unmarshal(v.raw, &x)
+		return value{}, &RowError{Line: v.line, Kind: "invalid JSON",
+			Reason: fmt.Sprintf("line is not valid JSON (%v); fix or remove the line, or set on_error: skip", err)}
+	}
+	return v, nil
+}
+
+func (s *lineSource) count() (int, error) {
+	n := 0
+	if s.first != nil {
+		n++
+		s.first = nil
+	}
+	for {
+		line, err := s.lr.readLine()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			n++
+		}
+	}
+}
+
+func (s *lineSource) kind() string { return "jsonl" + s.suffix }
+func (s *lineSource) close() error { return s.c.Close() }
+
+// docSource reads one JSON document (an array of rows, one object) or
+// several concatenated ones, streaming the elements of a top-level array.
+type docSource struct {
+	lc      *lineCounter
+	dec     *json.Decoder
+	c       io.Closer
+	suffix  string
+	first   byte // first non-blank byte of the file
+	started bool
+	inArray bool
+	arrays  bool // the file opened with an array
+	values  int  // top-level values read
+	queued  *value
+}
+
+func newDocSource(r io.Reader, first byte, suffix string, c io.Closer) *docSource {
+	lc := &lineCounter{r: r}
+	return &docSource{lc: lc, dec: json.NewDecoder(lc), c: c, suffix: suffix, first: first}
+}
+
+func (s *docSource) next() (value, error) {
+	if s.queued != nil {
+		v := *s.queued
+		s.queued = nil
+		return v, nil
+	}
+	if !s.started {
+		s.started = true
+		if s.first == '[' {
+			return s.openArray()
+		}
+	}
+	if s.inArray {
+		if s.dec.More() {
+			return s.decode()
+		}
+		if _, err := s.dec.Token(); err != nil {
+			return value{}, s.syntax(err)
+		}
+		s.inArray = false
+	}
+	v, err := s.decode()
+	if err == nil {
+		s.values++
+	}
+	return v, err
+}
+
+// openArray consumes a top-level '[' and reads its first element: an array
+// of messages is one conversation, anything else is an array of rows.
+func (s *docSource) openArray() (value, error) {
+	s.arrays = true
+	if _, err := s.dec.Token(); err != nil {
+		return value{}, s.syntax(err)
+	}
+	if !s.dec.More() {
+		_, err := s.dec.Token()
+		if err != nil {
+			return value{}, s.syntax(err)
+		}
+		return s.next()
+	}
+	first, err := s.decode()
+	if err != nil {
+		return value{}, err
+	}
+	if !looksLikeMessage(first.raw) {
+		s.inArray = true
+		return first, nil
+	}
+	conv := append([]byte{'['}, first.raw...)
+	for s.dec.More() {
+		el, err := s.decode()
+		if err != nil {
+			return value{}, err
+		}
+		conv = append(append(conv, ','), el.raw...)
+	}
+	if _, err := s.dec.Token(); err != nil {
+		return value{}, s.syntax(err)
+	}
+	return value{raw: append(conv, ']'), line: first.line}, nil
+}
+
+func (s *docSource) decode() (value, error) {
+	var raw json.RawMessage
+	if err := s.dec.Decode(&raw); err != nil {
+		if err == io.EOF {
+			return value{}, io.EOF
+		}
+		return value{}, s.syntax(err)
+	}
+	end := s.dec.InputOffset()
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	start := end - int64(len(trimmed))
+	return value{raw: trimmed, line: s.lc.lineAt(start)}, nil
+}
+
+// syntax turns a decode error into a fatal row error: inside one JSON
+// document nothing after a syntax error can be trusted.
+func (s *docSource) syntax(err error) error {
+	line := 0
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line = s.lc.lineAt(se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+		line = s.lc.lineAt(s.dec.InputOffset())
+		err = errors.New("the file ends in the middle of a JSON value (truncated?)")
+	}
+	return &RowError{Line: line, Kind: "invalid JSON", stop: true,
+		Reason: fmt.Sprintf("invalid JSON: %v; the file is one JSON document, so nothing after this point can be read: fix the file", err)}
+}
+
+func (s *docSource) count() (int, error) {
+	n := 0
+	for {
+		v, err := s.next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if rows, ok := splitRows(v); ok {
+			n += len(rows)
+			continue
+		}
+		n++
+	}
+}
+
+func (s *docSource) kind() string {
+	switch {
+	case s.arrays:
+		return "json array" + s.suffix
+	case s.values > 1:
+		return "concatenated json" + s.suffix
+	}
+	return "json" + s.suffix
+}
+
+func (s *docSource) close() error { return s.c.Close() }
+
+// lineCounter passes bytes through to a json.Decoder and maps the
+// decoder's byte offsets back to line numbers. It keeps only the bytes
+// between the last mapped offset and the decoder's read-ahead.
+type lineCounter struct {
+	r     io.Reader
+	buf   []byte // bytes read from offset base on
+	base  int64
+	lines int // newlines before base
+}
+
+func (c *lineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.buf = append(c.buf, p[:n]...)
+	return n, err
+}
+
+// lineAt returns the 1-based line of offset off; offsets must not go back.
+func (c *lineCounter) lineAt(off int64) int {
+	k := int(off - c.base)
+	if k < 0 {
+		k = 0
+	}
+	if k > len(c.buf) {
+		k = len(c.buf)
+	}
+	c.lines += bytes.Count(c.buf[:k], []byte{'\n'})
+	c.buf = append(c.buf[:0], c.buf[k:]...)
+	c.base += int64(k)
+	return c.lines + 1
+}
+
+// splitRows unpacks a value that holds several rows: an array whose
+// elements are not messages. An array of messages is one conversation.
+func splitRows(v value) ([]value, bool) {
+	if len(v.raw) == 0 || v.raw[0] != '[' {
+		return nil, false
+	}
+	var els []json.RawMessage
+	if err := json.Unmarshal(v.raw, &els); err != nil {
+		return nil, false
+	}
+	if len(els) > 0 && looksLikeMessage(els[0]) {
+		return nil, false
+	}
+	rows := make([]value, len(els))
+	for i, el := range els {
+		rows[i] = value{raw: el, line: v.line}
+	}
+	return rows, true
+}
+
+// looksLikeMessage reports whether raw is an object with a role or from key.
+func looksLikeMessage(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var probe struct {
+		Role *json.RawMessage `json:"role"`
+		From *json.RawMessage `json:"from"`
+	}
+	if json.Unmarshal(raw, &probe) != nil {
+		return false
+	}
+	return probe.Role != nil || probe.From != nil
+}
