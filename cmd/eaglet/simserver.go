@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages/generate/sim"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+)
+
+func init() {
+	register(command{
+		name:    "sim-server",
+		summary: "serve a simulated model over SGLang and OpenAI HTTP APIs",
+		run:     runSimServer,
+	})
+}
+
+func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := flag.NewFlagSet("sim-server", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	addr := fs.String("addr", "127.0.0.1:30000", "listen address")
+	var mc sim.Config
+	var cfg server.Config
+	fs.Uint64Var(&mc.Seed, "seed", 0, "model seed: answers are a pure function of prompt, seed and max tokens")
+	fs.IntVar(&mc.MeanTokens, "mean-tokens", 300, "mean natural completion length")
+	fs.Float64Var(&mc.Sigma, "sigma", 1, "lognormal shape of completion lengths (larger: longer tail)")
+	fs.IntVar(&mc.MaxLen, "max-len", 32768, "longest natural completion")
+	fs.IntVar(&mc.Context, "context", 0, "context window; longer requests get 400 (0: unlimited)")
+	fs.Float64Var(&mc.Reasoning, "reasoning", 0, "mean share of an answer spent thinking (0: no reasoning)")
+	fs.Float64Var(&mc.ToolCallRate, "tool-call-rate", 0.3, "chance of a tool call when the request offers tools")
+	fs.StringVar(&cfg.Name, "model", "sim", "served model name")
+	fs.Float64Var(&cfg.Speed, "speed", 0, "decode tokens/s per sequence (0: instant)")
+	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s per sequence (0: free)")
+	fs.IntVar(&cfg.MaxRunning, "max-running", 0, "most sequences decoding at once (0: unlimited)")
+	fs.IntVar(&cfg.KVTokens, "kv-tokens", 0, "KV-cache capacity in tokens; overflow retracts sequences (0: unlimited)")
+	fs.Float64Var(&cfg.Slowdown, "slowdown", 0.5, "extra decode time per sequence at a full batch")
+	fs.StringVar(&cfg.Reasoning, "reasoning-format", server.ReasoningContent,
+		"how chat returns reasoning: reasoning_content, reasoning or think (inline)")
+	fs.BoolVar(&cfg.Incremental, "incremental", false, "stream /generate deltas instead of cumulative output")
+	fs.BoolVar(&cfg.FlatErrors, "flat-errors", false, `send OpenAI-route errors as {"object":"error",...}`)
+	fs.BoolVar(&cfg.Comments, "comments", false, "send ': OPENROUTER PROCESSING' SSE comments")
+	apiKeyEnv := fs.String("api-key-env", "", "environment variable holding the API key to require")
+	f := &cfg.Faults
+	fs.Uint64Var(&f.Seed, "fault-seed", 0, "seed of fault decisions")
+	fs.Float64Var(&f.Error500, "fail-500", 0, "share of requests answered 500")
+	fs.Float64Var(&f.RateLimit, "fail-429", 0, "share of requests answered 429 with Retry-After")
+	fs.Float64Var(&f.InFlight402, "fail-402", 0, "share answered 402 in_flight_budget_exhausted with Retry-After")
+	fs.Float64Var(&f.Drop, "fail-drop", 0, "share of connections dropped before answering")
+	fs.Float64Var(&f.Hang, "fail-hang", 0, "share of requests that hang")
+	fs.Float64Var(&f.BadJSON, "fail-json", 0, "share answered with invalid JSON")
+	fs.Float64Var(&f.Truncate, "fail-truncate", 0, "share of bodies or streams cut off")
+	fs.Float64Var(&f.StreamError, "fail-stream", 0, "share of streams ending in an error event")
+	fs.DurationVar(&f.RetryAfter, "retry-after", time.Second, "wait that 429 and 402 ask for")
+	fs.DurationVar(&f.HangFor, "hang-for", 0, "how long a hang lasts (0: until the client gives up)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: exitUsage, err: errors.New("")}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *apiKeyEnv != "" {
+		if cfg.APIKey = env.getenv(*apiKeyEnv); cfg.APIKey == "" {
+			return &exitError{code: exitUsage, err: fmt.Errorf("-api-key-env: $%s is empty", *apiKeyEnv)}
+		}
+	}
+	cfg.Model = sim.New(mc)
+	srv, err := server.New(cfg)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(env.stderr, "eaglet sim-server: serving %q on http://%s (/generate, /v1/chat/completions, /v1/completions)\n",
+		cfg.Name, ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shutdown)
+		return nil
+	}
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// simLog lets the test read what the server goroutine writes.
+type simLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *simLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *simLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestSimServer_ServesUntilCancelled(t *testing.T) {
+	var stderr simLog
+	env := &cmdEnv{stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "k" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runSimServer(ctx, env, []string{"-addr", "127.0.0.1:0", "-api-key-env", "KEY", "-mean-tokens", "20"})
+	}()
+	addr := regexp.MustCompile(`http://[0-9.:]+`)
+	var url string
+	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		url = addr.FindString(stderr.String())
+	}
+	if url == "" {
+		t.Fatalf("no address in %q", stderr.String())
+	}
+	req, _ := http.NewRequest("POST", url+"/v1/completions", strings.NewReader(`{"prompt":"hi","max_tokens":50}`))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"text_completion"`) {
+		t.Fatalf("status %d body %s", resp.StatusCode, body)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+func TestSimServer_BadFlags(t *testing.T) {
+	env := &cmdEnv{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	for _, args := range [][]string{{"-nope"}, {"-fail-500", "0.7", "-fail-429", "0.5"}, {"-api-key-env", "MISSING"}, {"extra"}} {
+		if code := simExitCode(runSimServer(context.Background(), env, args)); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+func simExitCode(err error) int {
+	if ee, ok := err.(*exitError); ok {
+		return ee.code
+	}
+	return -1
+}
