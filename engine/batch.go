@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// runBatch reruns a batch stage when its configuration, its input or the
+// file it wrote changed, replacing its output in one transaction.
+func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, upstream []string, total int) *Result {
+	n := pr.node
+	started := time.Now()
+	prev, err := r.store.GetInstance(n.ID)
+	if err != nil {
+		return r.fail(n, err)
+	}
+	digest, err := r.inputDigest(n)
+	if err != nil {
+		return r.fail(n, err)
+	}
+	if !r.opts.Force[n] && batchUpToDate(prev, pr.fp, digest) {
+		r.prog.begin(n, 0, 0)
+		r.prog.finish(n, "up to date")
+		return &Result{Node: n, Action: "up to date"}
+	}
+	r.prog.begin(n, total, 0)
+	bw, err := r.store.BeginBatch(n.ID)
+	if err != nil {
+		return r.fail(n, err)
+	}
+	in := &storeInput{store: r.store, ids: upstream, count: total}
+	out := &batchOutput{bw: bw, in: in, fp: pr.fp, n: n, prog: r.prog, dropped: map[string]int{}}
+	out.orderer, _ = pr.stage.(stages.Orderer)
+	if err := st.Run(ctx, in, out); err != nil {
+		bw.Rollback()
+		if ctx.Err() != nil {
+			r.prog.finish(n, "interrupted")
+			return &Result{Node: n, Action: "interrupted"}
+		}
+		return r.fail(n, err)
+	}
+	stats := state.Stats{Dropped: out.dropped, Config: json.RawMessage(pr.config)}
+	if rep, ok := pr.stage.(Reporter); ok {
+		rep.Report(&stats)
+	}
+	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Status: "running", Fingerprint: pr.fp, StartedAt: started, Stats: stats}
+	if err := bw.Commit(r.store, running); err != nil {
+		return r.fail(n, err)
+	}
+	if fin, ok := pr.stage.(stages.Finisher); ok {
+		if err := fin.Finish(ctx, &orderedInput{store: r.store, id: n.ID, count: out.count}); err != nil {
+			return r.fail(n, err)
+		}
+		if rep, ok := pr.stage.(Reporter); ok {
+			rep.Report(&stats)
+		}
+	}
+	if err := r.saveDone(ctx, pr, started, prev, digest, stats); err != nil {
+		return r.fail(n, err)
+	}
+	r.prog.finish(n, "")
+	return &Result{Node: n, Action: "ran", Processed: out.count}
+}
+
+// Reporter is implemented by stages with stats beyond their records: what a
+// loader detected and skipped, the file a merge wrote.
+type Reporter interface {
+	Report(stats *state.Stats)
+}
+
+// batchUpToDate reports whether a batch instance's stored output still
+// holds: same configuration, same input, and its output file untouched.
+func batchUpToDate(prev *state.Instance, fp, digest string) bool {
+	if prev == nil || prev.Status != "done" || prev.Fingerprint != fp || prev.InputDigest != digest {
+		return false
+	}
+	if prev.Stats.Output != "" {
+		h, err := fileHash(prev.Stats.Output)
+		return err == nil && h == prev.Stats.OutputHash
+	}
+	return true
+}
+
+// fileHash hashes a file's size and modification time: cheap enough to run
+// at every plan, and any rewrite of the file changes it.
+func fileHash(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
+}
+
+// FileHash is fileHash for stages that report the files they write.
+func FileHash(path string) (string, error) { return fileHash(path) }
+
+// storeInput reads the live output of a node's needs.
+type storeInput struct {
+	store *state.Store
+	ids   []string
+	count int
+	// cur is the row being visited, so Keep can reference it without a copy.
+	cur state.Row
+}
+
+func (in *storeInput) Count() int { return in.count }
+
+func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) error {
+	return in.store.EachOutput(ctx, in.ids, func(row state.Row) error {
+		rec, err := decodeRow(row)
+		if err != nil {
+			return err
+		}
+		rec.Key = row.Key
+		in.cur = row
+		return fn(rec)
+	})
+}
+
+// orderedInput reads a node's own committed output in Order order.
+type orderedInput struct {
+	store *state.Store
+	id    string
+	count int
+}
+
+func (in *orderedInput) Count() int { return in.count }
+
+func (in *orderedInput) Each(ctx context.Context, fn func(*conv.Record) error) error {
+	return in.store.EachOrdered(ctx, in.id, func(row state.Row) error {
+		rec, err := decodeRow(row)
+		if err != nil {
+			return err
+		}
+		rec.Key = row.Key
+		return fn(rec)
+	})
+}
+
+// batchOutput writes a batch stage's results into the open transaction.
+type batchOutput struct {
+	bw      *state.BatchWriter
+	in      *storeInput
+	fp      string
+	n       *Node
+	prog    *progress
+	orderer stages.Orderer
+	dropped map[string]int
+	count   int
+}
+
+func (o *batchOutput) Emit(rec *conv.Record) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", rec.Key, err)
+	}
+	it := state.Item{Key: rec.Key, FP: o.fp, Data: data, OutHash: hashBytes(data)}
+	return o.put(rec, it)
+}
+
+func (o *batchOutput) Keep(rec *conv.Record) error {
+	if rec.Key != o.in.cur.Key {
+		return fmt.Errorf("stage %s kept record %s outside of its input's Each", o.n.ID, rec.Key)
+	}
+	it := state.Item{Key: rec.Key, FP: o.fp, InHash: o.in.cur.Hash, OutHash: o.in.cur.Hash, Origin: o.in.cur.Origin}
+	return o.put(rec, it)
+}
+
+func (o *batchOutput) put(rec *conv.Record, it state.Item) error {
+	it.Status = int(stages.Done)
+	it.PromptTokens, it.CompletionTokens = tokens(rec)
+	if o.orderer != nil {
+		it.Ord = o.orderer.Order(rec)
+	}
+	o.count++
+	o.prog.add(o.n, it)
+	return o.bw.Put(it)
+}
+
+func (o *batchOutput) Drop(reason string) {
+	o.dropped[reason]++
+	o.prog.add(o.n, state.Item{Status: int(stages.Dropped)})
+}

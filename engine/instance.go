@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+)
+
+// Concurrenter is implemented by stages whose natural concurrency is not the
+// engine's default (generate takes its endpoint's).
+type Concurrenter interface {
+	DefaultConcurrency() int
+}
+
+// prepared is an instance ready to run or plan: options resolved, stage
+// built, fingerprint made.
+type prepared struct {
+	node        *Node
+	inst        *stages.Instance
+	stage       stages.Stage
+	fp          string
+	config      string
+	concurrency int
+}
+
+// prepare resolves a node's instance-level expressions against what is
+// known of its input and builds its stage.
+func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, logf func(string, ...any), dry bool) (*prepared, error) {
+	spec := p.Spec
+	env := spec.Env(n.Dataset, in)
+	opts := cloneOptions(n.Stage.Options)
+	err := walkExprs(reflect.ValueOf(opts), func(e *specs.Expr, eval string) error {
+		if eval != "" {
+			return nil
+		}
+		return e.Resolve(env)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.ID, err)
+	}
+	inst := &stages.Instance{ID: n.ID, Stage: n.Stage.Spec, Dataset: n.Dataset, Spec: spec, Options: opts,
+		Log: logf, Shared: shared, DryRun: dry}
+	st, err := n.Stage.Kind.New(inst)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.ID, err)
+	}
+	_, isMapper := st.(stages.Mapper)
+	_, isBatch := st.(stages.Batch)
+	if isMapper == isBatch {
+		return nil, fmt.Errorf("%s: stage kind %s must implement exactly one of Mapper and Batch", n.ID, n.Stage.Kind.Name)
+	}
+	extra := map[string]any{}
+	if src, ok := st.(stages.Sourcer); ok {
+		sfp, err := src.SourceFingerprint()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.ID, err)
+		}
+		extra["source"] = sfp
+	}
+	fp, config := fingerprint(n.Stage.Kind.Name, opts, extra)
+
+	conc := 4 * runtime.NumCPU()
+	if c, ok := st.(Concurrenter); ok {
+		conc = c.DefaultConcurrency()
+	}
+	if ce := n.Stage.Spec.Concurrency; !ce.IsZero() {
+		v, err := ce.EvalInt(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: concurrency: %w", n.ID, err)
+		}
+		if v < 1 {
+			return nil, fmt.Errorf("%s: concurrency %q is %d; it must be at least 1", n.ID, ce.Src, v)
+		}
+		conc = v
+	}
+	return &prepared{node: n, inst: inst, stage: st, fp: fp, config: config, concurrency: max(conc, 1)}, nil
+}

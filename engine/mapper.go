@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+const (
+	commitEvery = 256
+	commitAfter = 200 * time.Millisecond
+)
+
+type job struct {
+	row state.Row
+}
+
+type outcome struct {
+	item state.Item
+	err  error // set when the stage could not run the record at all
+}
+
+// runMapper brings an item stage's output up to date with its input: it
+// keeps every outcome that is still valid, processes the rest with
+// pr.concurrency workers, and commits outcomes in batches as they finish.
+func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, upstream []string, total int) *Result {
+	n := pr.node
+	started := time.Now()
+	prev, err := r.store.GetInstance(n.ID)
+	if err != nil {
+		return r.fail(n, err)
+	}
+	if r.opts.Force[n] {
+		if err := r.store.Invalidate(n.ID); err != nil {
+			return r.fail(n, err)
+		}
+	}
+	if err := r.store.Reconcile(n.ID, upstream, pr.fp); err != nil {
+		return r.fail(n, err)
+	}
+	counts, err := r.store.Counts(n.ID)
+	if err != nil {
+		return r.fail(n, err)
+	}
+	already := 0
+	for _, c := range counts {
+		if c.Status == int(stages.Done) || c.Status == int(stages.Dropped) {
+			already += c.N
+		}
+	}
+	r.prog.begin(n, total, already)
+
+	// Workers finish what they started even after an interrupt: a record
+	// half-generated is money spent, so only dispatch stops.
+	workCtx := context.WithoutCancel(ctx)
+	jobs := make(chan job)
+	results := make(chan outcome, pr.concurrency)
+	var workers sync.WaitGroup
+	for range pr.concurrency {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range jobs {
+				results <- r.process(workCtx, pr, st, j.row)
+			}
+		}()
+	}
+
+	feedErr := make(chan error, 1)
+	go func() {
+		err := r.store.EachPending(ctx, n.ID, upstream, pr.fp, func(row state.Row) error {
+			select {
+			case jobs <- job{row: row}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		close(jobs)
+		workers.Wait()
+		close(results)
+		feedErr <- err
+	}()
+
+	processed, failed, commitErr := r.commitLoop(n, results)
+	err = <-feedErr
+	res := &Result{Node: n, Processed: processed, Failed: failed}
+	switch {
+	case commitErr != nil:
+		return r.fail(n, commitErr)
+	case err != nil && ctx.Err() != nil:
+		res.Action = "interrupted"
+		r.prog.finish(n, "interrupted; committed what finished")
+		return res
+	case err != nil:
+		return r.fail(n, err)
+	}
+	if err := r.saveDone(ctx, pr, started, prev, "", state.Stats{}); err != nil {
+		return r.fail(n, err)
+	}
+	res.Action = "ran"
+	if processed == 0 {
+		res.Action = "up to date"
+	}
+	r.prog.finish(n, "")
+	return res
+}
+
+// commitLoop stores outcomes in batches, by count or by age, whichever
+// comes first, so a crash loses at most one small batch of finished work.
+func (r *runner) commitLoop(n *Node, results <-chan outcome) (processed, failed int, err error) {
+	var batch []state.Item
+	tick := time.NewTicker(commitAfter)
+	defer tick.Stop()
+	flush := func() {
+		if len(batch) == 0 || err != nil {
+			batch = batch[:0]
+			return
+		}
+		err = r.store.Commit(n.ID, batch)
+		if err == nil {
+			for _, it := range batch {
+				r.prog.add(n, it)
+			}
+		}
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case o, ok := <-results:
+			if !ok {
+				flush()
+				return processed, failed, err
+			}
+			if o.err != nil {
+				continue // interrupted before it ran; left for the next run
+			}
+			processed++
+			if o.item.Status == int(stages.Failed) {
+				failed++
+			}
+			batch = append(batch, o.item)
+			if len(batch) >= commitEvery {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+}
+
+// process runs one record through the stage and turns the result into the
+// row to store.
+func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, row state.Row) outcome {
+	it := state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash}
+	rec, err := decodeRow(row)
+	if err != nil {
+		it.Status, it.Reason = int(stages.Failed), err.Error()
+		return outcome{item: it}
+	}
+	it.PromptTokens, it.CompletionTokens = tokens(rec)
+	out, err := st.Process(ctx, rec)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return outcome{err: err}
+		}
+		it.Status, it.Reason = int(stages.Failed), pr.inst.Spec.Redact(err.Error())
+		return outcome{item: it}
+	}
+	it.Status, it.Reason = int(out.Status), out.Reason
+	if out.Status != stages.Done {
+		return outcome{item: it}
+	}
+	if out.Record == nil {
+		it.OutHash, it.Origin = row.Hash, row.Origin
+		return outcome{item: it}
+	}
+	out.Record.Key = row.Key
+	data, err := json.Marshal(out.Record)
+	if err != nil {
+		it.Status, it.Reason = int(stages.Failed), "encode output: "+err.Error()
+		return outcome{item: it}
+	}
+	it.Data, it.OutHash = data, hashBytes(data)
+	it.PromptTokens, it.CompletionTokens = tokens(out.Record)
+	return outcome{item: it}
+}

@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// progress reports a run: on a terminal a table redrawn in place; in a file
+// timestamped lines, one per instance per interval, that read well later.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	live  bool
+	every time.Duration
+	nodes []*Node
+	st    map[*Node]*nodeProgress
+	// drawn is how many lines the live table occupies, to redraw over it.
+	drawn   int
+	pending []string
+	stopped chan struct{}
+	once    sync.Once
+}
+
+type nodeProgress struct {
+	state                          string
+	total, already                 int
+	done, dropped, skipped, failed int
+	promptTokens, completionTokens int64
+	started, finished, lastPrinted time.Time
+	note                           string
+}
+
+func newProgress(w io.Writer, live bool, every time.Duration, nodes []*Node) *progress {
+	if every == 0 {
+		every = 10 * time.Second
+		if live {
+			every = time.Second
+		}
+	}
+	p := &progress{w: w, live: live, every: every, nodes: nodes, st: map[*Node]*nodeProgress{}, stopped: make(chan struct{})}
+	for _, n := range nodes {
+		p.st[n] = &nodeProgress{state: "waiting"}
+	}
+	return p
+}
+
+func (p *progress) start() func() {
+	go func() {
+		t := time.NewTicker(p.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.tick()
+			case <-p.stopped:
+				return
+			}
+		}
+	}()
+	return func() {
+		p.once.Do(func() {
+			close(p.stopped)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.live {
+				p.redraw()
+			}
+		})
+	}
+}
+
+func stamp() string { return time.Now().UTC().Format("2006-01-02T15:04:05Z") }
+
+// line prints an event: above the live table, or as a timestamped line.
+func (p *progress) line(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	msg := fmt.Sprintf("%s %s", stamp(), fmt.Sprintf(format, args...))
+	if p.live {
+		p.pending = append(p.pending, msg)
+		p.redraw()
+		return
+	}
+	fmt.Fprintln(p.w, msg)
+}
+
+func (p *progress) logger(n *Node) func(string, ...any) {
+	return func(format string, args ...any) { p.line("%s: %s", n.ID, fmt.Sprintf(format, args...)) }
+}
+
+func (p *progress) begin(n *Node, total, already int) {
+	p.mu.Lock()
+	s := p.st[n]
+	s.state, s.total, s.already, s.started = "running", total, already, time.Now()
+	s.lastPrinted = s.started
+	p.mu.Unlock()
+	if total > 0 {
+		msg := fmt.Sprintf("%s: started, %d records", n.ID, total)
+		if already > 0 {
+			msg += fmt.Sprintf(" (%d already done, %d to go)", already, max(total-already, 0))
+		}
+		p.line("%s", msg)
+	}
+}
+
+func (p *progress) add(n *Node, it state.Item) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.st[n]
+	switch stages.Status(it.Status) {
+	case stages.Done:
+		s.done++
+	case stages.Dropped:
+		s.dropped++
+	case stages.Skipped:
+		s.skipped++
+	case stages.Failed:
+		s.failed++
+	}
+	s.promptTokens += int64(it.PromptTokens)
+	s.completionTokens += int64(it.CompletionTokens)
+}
+
+func (p *progress) finish(n *Node, note string) {
+	p.mu.Lock()
+	s := p.st[n]
+	s.finished, s.note = time.Now(), note
+	switch {
+	case strings.HasPrefix(note, "FAILED"):
+		s.state = "failed"
+	case note == "":
+		s.state = "done"
+	default:
+		s.state = note
+	}
+	summary := s.summary()
+	p.mu.Unlock()
+	if note == "" {
+		p.line("%s: finished in %s: %s", n.ID, fmtDuration(s.finished.Sub(s.started)), summary)
+	} else {
+		p.line("%s: %s", n.ID, note)
+	}
+}
+
+func (s *nodeProgress) handled() int { return s.done + s.dropped + s.skipped + s.failed }
+
+func (s *nodeProgress) summary() string {
+	parts := []string{fmt.Sprintf("%d done", s.done)}
+	if s.already > 0 {
+		parts[0] = fmt.Sprintf("%d done (+%d kept from before)", s.done, s.already)
+	}
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.dropped, "dropped"}, {s.skipped, "skipped"}, {s.failed, "failed"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if s.completionTokens > 0 {
+		parts = append(parts, fmtCount(float64(s.completionTokens))+" completion tokens")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// status renders one running instance: counts, rate, tokens and ETA.
+func (s *nodeProgress) status(now time.Time) string {
+	elapsed := now.Sub(s.started).Seconds()
+	h := s.handled()
+	todo := max(s.total-s.already, 0)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d", s.already+h, s.total)
+	if s.total > 0 {
+		fmt.Fprintf(&b, " %3.0f%%", 100*float64(s.already+h)/float64(s.total))
+	}
+	if elapsed > 0 && h > 0 {
+		rate := float64(h) / elapsed
+		fmt.Fprintf(&b, "  %s rec/s", fmtCount(rate))
+		if s.completionTokens > 0 {
+			fmt.Fprintf(&b, "  %s tok/s", fmtCount(float64(s.completionTokens)/elapsed))
+		}
+		if left := todo - h; left > 0 {
+			fmt.Fprintf(&b, "  ETA %s", fmtDuration(time.Duration(float64(left)/rate*float64(time.Second))))
+		}
+	}
+	if s.failed > 0 {
+		fmt.Fprintf(&b, "  %d failed", s.failed)
+	}
+	if s.skipped > 0 {
+		fmt.Fprintf(&b, "  %d skipped", s.skipped)
+	}
+	return b.String()
+}
+
+func (p *progress) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		p.redraw()
+		return
+	}
+	now := time.Now()
+	for _, n := range p.nodes {
+		s := p.st[n]
+		if s.state == "running" && s.total > 0 && now.Sub(s.lastPrinted) >= p.every {
+			s.lastPrinted = now
+			fmt.Fprintf(p.w, "%s %s: %s\n", stamp(), n.ID, s.status(now))
+		}
+	}
+}
+
+// redraw replaces the live table; called with p.mu held.
+func (p *progress) redraw() {
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", p.drawn)
+	}
+	for _, l := range p.pending {
+		b.WriteString(l + "\n")
+	}
+	p.pending = p.pending[:0]
+	lines := 0
+	now := time.Now()
+	select {
+	case <-p.stopped:
+		// Final draw: leave only the event lines.
+	default:
+		for _, n := range p.nodes {
+			s := p.st[n]
+			var text string
+			switch s.state {
+			case "running":
+				text = s.status(now)
+			case "done":
+				text = "done: " + s.summary()
+			default:
+				text = s.state
+			}
+			fmt.Fprintf(&b, "  %-32s %s\n", n.ID, text)
+			lines++
+		}
+	}
+	p.drawn = lines
+	io.WriteString(p.w, b.String())
+}
+
+func fmtCount(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.1fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

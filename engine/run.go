@@ -1,0 +1,253 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// RunOptions says what to run and where to report.
+type RunOptions struct {
+	// Nodes limits the run to these instances (nil: all). Their needs must
+	// be up to date or are run first.
+	Nodes []*Node
+	// Force reruns these instances from scratch even when up to date.
+	Force map[*Node]bool
+	// Log receives progress and events; secrets are scrubbed.
+	Log io.Writer
+	// Live redraws progress in place (a terminal) instead of printing lines.
+	Live bool
+	// ProgressEvery is how often progress is reported (default 10s, 1s live).
+	ProgressEvery time.Duration
+}
+
+// Result is what happened to one instance in a run.
+type Result struct {
+	Node *Node
+	// Action is "up to date", "ran", "failed" or "blocked".
+	Action string
+	// Processed counts records handled in this run; Failed those that failed.
+	Processed int
+	Failed    int
+	Err       error
+}
+
+// ErrInterrupted is returned when a run stopped early on request.
+var ErrInterrupted = errors.New("interrupted")
+
+// Run executes the pipeline against store. Instances start as soon as what
+// they need is finished, so datasets never wait for each other. Cancelling
+// ctx stops dispatching new work; records already in progress finish and
+// are committed before Run returns ErrInterrupted.
+func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions) ([]*Result, error) {
+	nodes := opts.Nodes
+	if nodes == nil {
+		nodes = p.Nodes
+	}
+	nodes = p.Ancestors(nodes)
+	inRun := map[*Node]bool{}
+	for _, n := range nodes {
+		inRun[n] = true
+	}
+	logw := &redactWriter{w: opts.Log, spec: p.Spec}
+	prog := newProgress(logw, opts.Live, opts.ProgressEvery, nodes)
+	stopProg := prog.start()
+	defer stopProg()
+
+	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{}, prog: prog}
+	results := make(map[*Node]*Result, len(nodes))
+	done := make(map[*Node]chan struct{}, len(nodes))
+	for _, n := range nodes {
+		done[n] = make(chan struct{})
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(done[n])
+			blocked := ""
+			for _, up := range n.Needs {
+				if !inRun[up] {
+					continue
+				}
+				<-done[up]
+				mu.Lock()
+				ur := results[up]
+				mu.Unlock()
+				if ur.Action == "failed" || ur.Action == "blocked" || ur.Action == "interrupted" {
+					blocked = up.ID
+				}
+			}
+			var res *Result
+			switch {
+			case blocked != "":
+				res = &Result{Node: n, Action: "blocked", Err: fmt.Errorf("%s did not finish", blocked)}
+				prog.finish(n, "blocked: "+blocked+" did not finish")
+			case ctx.Err() != nil:
+				res = &Result{Node: n, Action: "interrupted"}
+				prog.finish(n, "not started: interrupted")
+			default:
+				res = r.runNode(ctx, n)
+			}
+			mu.Lock()
+			results[n] = res
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	stopProg()
+
+	out := make([]*Result, 0, len(nodes))
+	var failed []string
+	interrupted := false
+	for _, n := range nodes {
+		res := results[n]
+		out = append(out, res)
+		switch res.Action {
+		case "failed":
+			failed = append(failed, fmt.Sprintf("%s: %v", n.ID, res.Err))
+		case "interrupted":
+			interrupted = true
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return out, errors.New(p.Spec.Redact(strings.Join(failed, "\n")))
+	case interrupted || ctx.Err() != nil:
+		return out, ErrInterrupted
+	}
+	return out, nil
+}
+
+type runner struct {
+	p      *Pipeline
+	store  *state.Store
+	opts   RunOptions
+	shared *stages.Shared
+	prog   *progress
+}
+
+func (r *runner) runNode(ctx context.Context, n *Node) *Result {
+	upstream := n.upstreamIDs()
+	count, err := r.store.CountOutputs(upstream)
+	if err != nil {
+		return r.fail(n, err)
+	}
+	pr, err := r.p.prepare(n, specs.InputInfo{Records: count}, r.shared, r.prog.logger(n), false)
+	if err != nil {
+		return r.fail(n, err)
+	}
+	var res *Result
+	switch st := pr.stage.(type) {
+	case stages.Mapper:
+		res = r.runMapper(ctx, pr, st, upstream, count)
+	case stages.Batch:
+		res = r.runBatch(ctx, pr, st, upstream, count)
+	}
+	if res.Action == "failed" {
+		r.prog.finish(n, "FAILED: "+r.p.Spec.Redact(res.Err.Error()))
+	}
+	return res
+}
+
+func (r *runner) fail(n *Node, err error) *Result {
+	err = errors.New(r.p.Spec.Redact(err.Error()))
+	r.prog.finish(n, "FAILED: "+err.Error())
+	if prev, _ := r.store.GetInstance(n.ID); prev != nil {
+		prev.Status, prev.Error = "failed", err.Error()
+		r.store.PutInstance(prev)
+	}
+	return &Result{Node: n, Action: "failed", Err: err}
+}
+
+// saveDone records a finished instance with its output digest.
+func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, prev *state.Instance, inputDigest string, stats state.Stats) error {
+	digest, err := r.store.OutputDigest(ctx, pr.node.ID)
+	if err != nil {
+		return err
+	}
+	in := &state.Instance{ID: pr.node.ID, Stage: pr.node.Stage.Spec.Name, Fingerprint: pr.fp, InputDigest: inputDigest,
+		OutputDigest: digest, Status: "done", StartedAt: started, FinishedAt: time.Now(), Stats: stats}
+	if pr.node.Dataset != nil {
+		in.Dataset = pr.node.Dataset.Name
+	}
+	in.Stats.Config = json.RawMessage(pr.config)
+	in.Seconds = time.Since(started).Seconds()
+	if prev != nil {
+		in.Seconds += prev.Seconds
+	}
+	return r.store.PutInstance(in)
+}
+
+// inputDigest combines the output digests of a node's needs.
+func (r *runner) inputDigest(n *Node) (string, error) {
+	h := sha256.New()
+	for _, id := range n.upstreamIDs() {
+		up, err := r.store.GetInstance(id)
+		if err != nil {
+			return "", err
+		}
+		if up == nil {
+			return "", fmt.Errorf("%s has not run", id)
+		}
+		fmt.Fprintf(h, "%s %s\n", id, up.OutputDigest)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12]), nil
+}
+
+func hashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+func decodeRow(row state.Row) (*conv.Record, error) {
+	var rec conv.Record
+	if err := json.Unmarshal(row.Data, &rec); err != nil {
+		return nil, fmt.Errorf("stored record %s from %s is unreadable: %w", row.Key, row.Origin, err)
+	}
+	return &rec, nil
+}
+
+func tokens(rec *conv.Record) (prompt, completion int) {
+	prompt = rec.PromptTokens
+	if g := rec.Generation; g != nil {
+		completion = g.CompletionTokens
+		if g.PromptTokens > 0 {
+			prompt = g.PromptTokens
+		}
+	}
+	return prompt, completion
+}
+
+// redactWriter scrubs secrets from everything written to the log.
+type redactWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	spec *specs.Spec
+}
+
+func (w *redactWriter) Write(b []byte) (int, error) {
+	if w.w == nil {
+		return len(b), nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := io.WriteString(w.w, w.spec.Redact(string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

@@ -1,0 +1,125 @@
+package specs
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+	"gopkg.in/yaml.v3"
+)
+
+// Pos is a position in a spec file; Line and Col are 1-based.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// Error is one problem in a spec, at a position, with the offending line.
+type Error struct {
+	Pos Pos
+	Msg string
+	// Snippet is the source line the error points into, if known.
+	Snippet string
+}
+
+func (e *Error) Error() string {
+	if e.Snippet == "" || e.Pos.Col == 0 {
+		return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
+	}
+	caret := strings.Repeat(" ", e.Pos.Col-1) + "^"
+	return fmt.Sprintf("%s: %s\n    | %s\n    | %s", e.Pos, e.Msg, e.Snippet, caret)
+}
+
+// errorList collects every problem of a spec so they are reported at once.
+type errorList struct {
+	file  string
+	lines []string
+	err   *multierror.Error
+}
+
+func newErrorList(file string, src []byte) *errorList {
+	return &errorList{file: file, lines: strings.Split(string(src), "\n")}
+}
+
+func (l *errorList) at(line, col int, format string, args ...any) {
+	e := &Error{Pos: Pos{File: l.file, Line: line, Col: col}, Msg: fmt.Sprintf(format, args...)}
+	if line >= 1 && line <= len(l.lines) {
+		e.Snippet = strings.ReplaceAll(l.lines[line-1], "\t", " ")
+	}
+	l.err = multierror.Append(l.err, e)
+}
+
+func (l *errorList) node(n *yaml.Node, format string, args ...any) {
+	if n == nil {
+		l.at(0, 0, format, args...)
+		return
+	}
+	l.at(n.Line, n.Column, format, args...)
+}
+
+// result returns nil or a *multierror.Error whose message lists every problem.
+func (l *errorList) result() error {
+	if l.err == nil {
+		return nil
+	}
+	l.err.ErrorFormat = FormatErrors
+	return l.err
+}
+
+// FormatErrors renders several spec errors one after another, as a compiler does.
+func FormatErrors(errs []error) string {
+	var b strings.Builder
+	for i, e := range errs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(e.Error())
+	}
+	if len(errs) > 1 {
+		fmt.Fprintf(&b, "\n%d problems", len(errs))
+	}
+	return b.String()
+}
+
+// suggest returns " (did you mean "x"?)" for the closest candidate, or "".
+func suggest(got string, candidates []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		if d := levenshtein(strings.ToLower(got), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best != "" && bestD <= max(2, len(got)/3) {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,258 @@
+package specs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+	"gopkg.in/yaml.v3"
+)
+
+// Expr is an expression (github.com/expr-lang/expr) written in a spec, or a
+// plain number or string, which is the constant expression of itself. It
+// keeps its position so compile errors point into the spec file.
+type Expr struct {
+	Src    string
+	Pos    Pos
+	quoted bool
+	prog   *vm.Program
+	// val holds the value once Resolve has evaluated an instance-level expression.
+	val      any
+	resolved bool
+}
+
+// NewExpr returns an expression with no position, for defaults and tests.
+func NewExpr(src string) Expr { return Expr{Src: src} }
+
+// IsZero reports whether the expression was left out of the spec.
+func (e Expr) IsZero() bool { return e.Src == "" }
+
+// Compile type-checks the expression against env (a value whose type is the
+// environment) and keeps the program. The error is an *Error at the
+// expression's position inside the spec file.
+func (e *Expr) Compile(env any, opts ...expr.Option) error {
+	opts = append([]expr.Option{expr.Env(env)}, opts...)
+	prog, err := expr.Compile(e.Src, opts...)
+	if err != nil {
+		return e.errorAt(err)
+	}
+	e.prog = prog
+	return nil
+}
+
+// Eval runs the compiled expression against env.
+func (e *Expr) Eval(env any) (any, error) {
+	if e.prog == nil {
+		return nil, fmt.Errorf("%s: expression %q was not compiled", e.Pos, e.Src)
+	}
+	out, err := vm.Run(e.prog, env)
+	if err != nil {
+		return nil, e.errorAt(err)
+	}
+	return out, nil
+}
+
+// EvalInt evaluates the expression and requires a whole number.
+func (e *Expr) EvalInt(env any) (int, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return 0, err
+	}
+	switch n := v.(type) {
+	case int:
+		return n, nil
+	case int64:
+		return int(n), nil
+	case float64:
+		if n != float64(int64(n)) {
+			return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %v; a whole number is needed (use ceil or floor)", e.Src, n)}
+		}
+		return int(n), nil
+	}
+	return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %v (%T); a number is needed", e.Src, v, v)}
+}
+
+// EvalFloat evaluates the expression and requires a number.
+func (e *Expr) EvalFloat(env any) (float64, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return 0, err
+	}
+	switch n := v.(type) {
+	case int:
+		return float64(n), nil
+	case int64:
+		return float64(n), nil
+	case float64:
+		return n, nil
+	}
+	return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %v (%T); a number is needed", e.Src, v, v)}
+}
+
+// Resolve evaluates the expression in env and keeps the value, so an
+// instance's options carry numbers, not formulas.
+func (e *Expr) Resolve(env any) error {
+	v, err := e.Eval(env)
+	if err != nil {
+		return err
+	}
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		v = int(f)
+	}
+	e.val, e.resolved = v, true
+	return nil
+}
+
+// Resolved reports whether Resolve has run.
+func (e Expr) Resolved() bool { return e.resolved }
+
+// Value returns the resolved value (nil before Resolve).
+func (e Expr) Value() any { return e.val }
+
+// Int returns the resolved value as an int (0 when not a number).
+func (e Expr) Int() int {
+	switch n := e.val.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+// Float returns the resolved value as a float64 (0 when not a number).
+func (e Expr) Float() float64 {
+	switch n := e.val.(type) {
+	case int:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
+}
+
+// MarshalJSON writes the resolved value, or the source text of an
+// expression that is evaluated per record; fingerprints are made this way.
+func (e Expr) MarshalJSON() ([]byte, error) {
+	if e.resolved {
+		return json.Marshal(e.val)
+	}
+	return json.Marshal(e.Src)
+}
+
+// errorAt turns an expr-lang error into a spec error at the file position of
+// the offending character.
+func (e *Expr) errorAt(err error) error {
+	var fe *file.Error
+	pos := e.Pos
+	msg := err.Error()
+	if errors.As(err, &fe) {
+		msg = fe.Message
+		if fe.Line <= 1 {
+			if e.quoted {
+				pos.Col++
+			}
+			pos.Col += fe.Column
+		} else {
+			pos.Line += fe.Line
+			pos.Col = fe.Column + 1
+		}
+	}
+	return &Error{Pos: pos, Msg: fmt.Sprintf("expression %q: %s", e.Src, msg)}
+}
+
+// DatasetInfo is a dataset as expressions see it.
+type DatasetInfo struct {
+	Name                string  `expr:"name"`
+	Source              string  `expr:"source"`
+	Format              string  `expr:"format"`
+	EstCompletionTokens int     `expr:"est_completion_tokens"`
+	EstPromptTokens     int     `expr:"est_prompt_tokens"`
+	Weight              float64 `expr:"weight"`
+}
+
+// InputInfo describes an instance's input records.
+type InputInfo struct {
+	// Records is the number of records the instance receives.
+	Records int `expr:"records"`
+	// PromptTokensMean is the mean prompt length measured so far, or 0.
+	PromptTokensMean float64 `expr:"prompt_tokens_mean"`
+}
+
+// varsValue builds a struct value from the spec's vars so expressions are
+// type-checked field by field: a typo in vars.max_smaples fails to compile.
+func varsValue(vars []Var) any {
+	if len(vars) == 0 {
+		return struct{}{}
+	}
+	fields := make([]reflect.StructField, len(vars))
+	for i, v := range vars {
+		fields[i] = reflect.StructField{
+			Name: fmt.Sprintf("V%d", i),
+			Type: reflect.TypeOf(v.Value),
+			Tag:  reflect.StructTag(fmt.Sprintf(`expr:%q`, v.Name)),
+		}
+	}
+	val := reflect.New(reflect.StructOf(fields)).Elem()
+	for i, v := range vars {
+		val.Field(i).Set(reflect.ValueOf(v.Value))
+	}
+	return val.Interface()
+}
+
+// Var is one entry of the spec's vars.
+type Var struct {
+	Name  string
+	Value any
+	Pos   Pos
+}
+
+func decodeVars(n *yaml.Node, errs *errorList) []Var {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		errs.node(n, "vars must be a mapping of names to numbers, strings or booleans")
+		return nil
+	}
+	var out []Var
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !isIdent(k.Value) {
+			errs.node(k, "var name %q must be a letter or _ followed by letters, digits or _", k.Value)
+			continue
+		}
+		var val any
+		if v.Kind != yaml.ScalarNode || v.Decode(&val) != nil || val == nil {
+			errs.node(v, "var %s must be a number, string or boolean", k.Value)
+			continue
+		}
+		if u, ok := val.(uint64); ok {
+			val = int(u)
+		}
+		out = append(out, Var{Name: k.Value, Value: val, Pos: Pos{File: errs.file, Line: k.Line, Col: k.Column}})
+	}
+	return out
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9') {
+			continue
+		}
+		return false
+	}
+	return !strings.HasPrefix(s, "__")
+}

@@ -1,0 +1,90 @@
+package specs
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// LookupEnv reads an environment variable; os.LookupEnv in production.
+type LookupEnv func(name string) (string, bool)
+
+// interpolate replaces ${VAR} and ${VAR:-default} in every scalar value of
+// the tree (not in keys), as docker-compose does; $$ is a literal $. Values
+// that came from the environment are remembered as secrets so they can be
+// scrubbed from anything eaglet prints or stores.
+func interpolate(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]bool) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			interpolate(c, lookup, errs, secrets)
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			interpolate(n.Content[i], lookup, errs, secrets)
+		}
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, "$") {
+			n.Value = expand(n, lookup, errs, secrets)
+		}
+	}
+}
+
+func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]bool) string {
+	s := n.Value
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '$' {
+			b.WriteByte('$')
+			i++
+			continue
+		}
+		if i+1 >= len(s) || s[i+1] != '{' {
+			b.WriteByte('$')
+			continue
+		}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			errs.node(n, "unclosed ${ in %q; write $$ for a literal $", s)
+			return s
+		}
+		ref := s[i+2 : i+end]
+		name, def, hasDef := strings.Cut(ref, ":-")
+		if !isIdent(name) {
+			errs.node(n, "bad variable reference ${%s}: use ${NAME} or ${NAME:-default}", ref)
+			return s
+		}
+		val, ok := lookup(name)
+		switch {
+		case ok && val != "":
+			if looksSecret(name) {
+				secrets[val] = true
+			}
+			b.WriteString(val)
+		case hasDef:
+			b.WriteString(def)
+		case ok:
+			// Set but empty, with no default: an empty value is what was asked for.
+		default:
+			errs.node(n, "environment variable %s is not set; set it or write ${%s:-default}", name, name)
+		}
+		i += end
+	}
+	return b.String()
+}
+
+// looksSecret reports whether an environment variable's name says its value
+// must never be printed or stored.
+func looksSecret(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"} {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
+}

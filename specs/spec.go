@@ -1,0 +1,430 @@
+// Package specs decodes and validates eaglet's YAML experiment specs: every
+// value keeps its file position, every problem is reported at once, and
+// environment variables are expanded docker-compose style.
+package specs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// CurrentVersion is the only spec version this binary reads.
+const CurrentVersion = 1
+
+// Spec is one experiment: datasets, endpoints and a DAG of stages.
+type Spec struct {
+	// Path is the spec file; relative paths inside the spec are resolved
+	// against its directory.
+	Path      string
+	Version   int
+	Name      string
+	State     string
+	Vars      []Var
+	Datasets  []*Dataset
+	Endpoints []*Endpoint
+	Stages    []*Stage
+
+	lines   []string
+	secrets []string
+	vars    any
+}
+
+// Dataset is one input dataset.
+type Dataset struct {
+	Name    string
+	Source  string            `yaml:"source"`
+	Format  string            `yaml:"format"`
+	OnError string            `yaml:"on_error"`
+	Mapping map[string]string `yaml:"mapping"`
+	// EstCompletionTokens is the expected answer length, for plan estimates
+	// and budgets before anything has been measured.
+	EstCompletionTokens int     `yaml:"est_completion_tokens"`
+	EstPromptTokens     int     `yaml:"est_prompt_tokens"`
+	Weight              float64 `yaml:"weight"`
+	Pos                 Pos
+}
+
+// Endpoint is an inference server (or the built-in simulator).
+type Endpoint struct {
+	Name        string
+	API         string            `yaml:"api"`
+	URLs        []string          `yaml:"urls"`
+	Model       string            `yaml:"model"`
+	APIKey      string            `yaml:"api_key"`
+	Headers     map[string]string `yaml:"headers"`
+	Concurrency int               `yaml:"concurrency"`
+	// TokensPerSecond is the endpoint's aggregate output throughput, used by
+	// plan to estimate wall time.
+	TokensPerSecond float64 `yaml:"tokens_per_second"`
+	// Price is in US dollars per million tokens, used by plan for cost.
+	Price *Price `yaml:"price"`
+	// Options are the API's own settings, decoded by its backend.
+	Options *yaml.Node `yaml:"options"`
+	Pos     Pos
+}
+
+// Price is a per-million-token price.
+type Price struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// Stage is one node of the DAG, expanded into one instance per dataset when
+// Foreach is "datasets".
+type Stage struct {
+	Name    string   `yaml:"name"`
+	Uses    string   `yaml:"uses"`
+	Needs   []string `yaml:"needs"`
+	Foreach string   `yaml:"foreach"`
+	// Concurrency is how many records an instance works on at once; it
+	// never changes results, so editing it reruns nothing.
+	Concurrency Expr `yaml:"concurrency"`
+	// With holds the stage kind's own options, decoded by the engine.
+	With *yaml.Node `yaml:"with"`
+	Pos  Pos
+}
+
+type topLevel struct {
+	Version   int        `yaml:"version"`
+	Name      string     `yaml:"name"`
+	State     string     `yaml:"state"`
+	Vars      *yaml.Node `yaml:"vars"`
+	Datasets  *yaml.Node `yaml:"datasets"`
+	Endpoints *yaml.Node `yaml:"endpoints"`
+	Stages    []*Stage   `yaml:"stages"`
+	Pos       Pos
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// Load reads and validates the spec at path.
+func Load(path string, lookup LookupEnv) (*Spec, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	return Parse(path, src, lookup)
+}
+
+// Parse decodes and validates a spec; the error lists every problem found.
+// Unless the YAML itself is broken the spec is returned alongside the error,
+// for callers that check more (stage options) before reporting.
+func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
+	errs := newErrorList(path, src)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		return nil, yamlSyntaxError(path, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		errs.at(1, 1, "the spec is empty; start with `version: 1`")
+		return nil, errs.result()
+	}
+	secrets := map[string]bool{}
+	interpolate(&doc, lookup, errs, secrets)
+
+	var top topLevel
+	d := &decoder{errs: errs}
+	d.decode(doc.Content[0], reflect.ValueOf(&top).Elem())
+
+	s := &Spec{Path: path, Version: top.Version, Name: top.Name, State: top.State, lines: errs.lines}
+	for v := range secrets {
+		s.secrets = append(s.secrets, v)
+	}
+	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
+
+	root := doc.Content[0]
+	switch {
+	case top.Version == 0:
+		errs.node(root, "missing `version: %d` at the top of the spec", CurrentVersion)
+	case top.Version != CurrentVersion:
+		errs.node(valueNode(root, "version"), "spec version %d is not supported; this eaglet reads version %d", top.Version, CurrentVersion)
+	}
+	if top.Name == "" {
+		errs.node(root, "missing `name:`; it names the experiment in logs and outputs")
+	} else if !nameRE.MatchString(top.Name) {
+		errs.node(valueNode(root, "name"), "name %q: use letters, digits, _, - and .", top.Name)
+	}
+	if s.State == "" {
+		s.State = filepath.Join(".eaglet", top.Name+".db")
+	}
+	s.State = s.Resolve(s.State)
+
+	s.Vars = decodeVars(top.Vars, errs)
+	s.vars = varsValue(s.Vars)
+	s.Datasets = decodeNamed[Dataset](d, top.Datasets, "datasets", func(v *Dataset, name string) { v.Name = name })
+	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string) { v.Name = name })
+	for _, ds := range s.Datasets {
+		checkDataset(ds, errs)
+	}
+	for _, ep := range s.Endpoints {
+		checkEndpoint(ep, errs)
+	}
+	s.Stages = top.Stages
+	checkStages(s, errs)
+	// The spec is returned even when invalid so that stage options can be
+	// checked too and every problem reported in one go.
+	return s, errs.result()
+}
+
+func yamlSyntaxError(path string, err error) error {
+	// yaml.v3 reports "yaml: line N: msg"; keep its line, name the file.
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr == nil {
+		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+		return &Error{Pos: Pos{File: path, Line: line, Col: 1}, Msg: "YAML syntax: " + msg}
+	}
+	return &Error{Pos: Pos{File: path}, Msg: "YAML syntax: " + msg}
+}
+
+func valueNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return m
+}
+
+// decodeNamed decodes a mapping of names to T, keeping the file's order.
+func decodeNamed[T any](d *decoder, n *yaml.Node, what string, setName func(*T, string)) []*T {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errs.node(n, "%s must be a mapping of names to settings", what)
+		return nil
+	}
+	var out []*T
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !nameRE.MatchString(k.Value) {
+			d.errs.node(k, "%s name %q: use letters, digits, _, - and .", what, k.Value)
+		}
+		v := new(T)
+		d.decode(n.Content[i+1], reflect.ValueOf(v).Elem())
+		setName(v, k.Value)
+		out = append(out, v)
+	}
+	return out
+}
+
+func checkDataset(ds *Dataset, errs *errorList) {
+	if ds.Source == "" {
+		errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: missing `source:` (a file path)", ds.Name)
+	}
+	if ds.OnError != "" && ds.OnError != "fail" && ds.OnError != "skip" {
+		errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: on_error is %q; use fail or skip", ds.Name, ds.OnError)
+	}
+	if ds.EstCompletionTokens < 0 || ds.EstPromptTokens < 0 || ds.Weight < 0 {
+		errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: estimates and weight cannot be negative", ds.Name)
+	}
+	if ds.Format == "" {
+		ds.Format = "auto"
+	}
+	if ds.Weight == 0 {
+		ds.Weight = 1
+	}
+}
+
+// APIs lists the endpoint APIs eaglet speaks.
+var APIs = []string{"sim", "sglang", "openai"}
+
+func checkEndpoint(ep *Endpoint, errs *errorList) {
+	switch ep.API {
+	case "sim":
+	case "sglang", "openai":
+		if len(ep.URLs) == 0 {
+			errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: api %s needs `urls:`", ep.Name, ep.API)
+		}
+		for _, u := range ep.URLs {
+			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+				errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: url %q must start with http:// or https://", ep.Name, u)
+			}
+		}
+	case "":
+		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: missing `api:` (one of %s)", ep.Name, strings.Join(APIs, ", "))
+	default:
+		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: unknown api %q%s; use one of %s", ep.Name, ep.API, suggest(ep.API, APIs), strings.Join(APIs, ", "))
+	}
+	if ep.Concurrency < 0 {
+		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: concurrency cannot be negative", ep.Name)
+	}
+}
+
+func checkStages(s *Spec, errs *errorList) {
+	if len(s.Stages) == 0 {
+		errs.at(1, 1, "no stages: add a `stages:` list (see specs/examples/quickstart.yaml)")
+		return
+	}
+	byName := map[string]*Stage{}
+	var names []string
+	for _, st := range s.Stages {
+		switch {
+		case st.Name == "":
+			errs.at(st.Pos.Line, st.Pos.Col, "stage without `name:`")
+			continue
+		case !nameRE.MatchString(st.Name):
+			errs.at(st.Pos.Line, st.Pos.Col, "stage name %q: use letters, digits, _, - and .", st.Name)
+		case byName[st.Name] != nil:
+			errs.at(st.Pos.Line, st.Pos.Col, "stage %q is defined twice (first at line %d)", st.Name, byName[st.Name].Pos.Line)
+			continue
+		}
+		if st.Uses == "" {
+			errs.at(st.Pos.Line, st.Pos.Col, "stage %s: missing `uses:` (the stage kind)", st.Name)
+		}
+		if st.Foreach != "" && st.Foreach != "datasets" {
+			errs.at(st.Pos.Line, st.Pos.Col, "stage %s: foreach is %q; the only value is datasets", st.Name, st.Foreach)
+		}
+		byName[st.Name] = st
+		names = append(names, st.Name)
+	}
+	for _, st := range s.Stages {
+		for _, n := range st.Needs {
+			if byName[n] == nil {
+				errs.at(st.Pos.Line, st.Pos.Col, "stage %s needs unknown stage %q%s", st.Name, n, suggest(n, names))
+			}
+		}
+	}
+	if cyc := findCycle(s.Stages, byName); cyc != nil {
+		st := byName[cyc[0]]
+		errs.at(st.Pos.Line, st.Pos.Col, "stages form a cycle: %s", strings.Join(cyc, " -> "))
+	}
+}
+
+// findCycle returns one cycle of needs as stage names (first repeated last).
+func findCycle(stages []*Stage, byName map[string]*Stage) []string {
+	const (
+		unseen = iota
+		active
+		finished
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(name string) []string
+	visit = func(name string) []string {
+		state[name] = active
+		stack = append(stack, name)
+		if st := byName[name]; st != nil {
+			for _, n := range st.Needs {
+				if byName[n] == nil {
+					continue
+				}
+				switch state[n] {
+				case active:
+					for i, s := range stack {
+						if s == n {
+							return append(append([]string(nil), stack[i:]...), n)
+						}
+					}
+				case unseen:
+					if c := visit(n); c != nil {
+						return c
+					}
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[name] = finished
+		return nil
+	}
+	for _, st := range stages {
+		if state[st.Name] == unseen && st.Name != "" {
+			if c := visit(st.Name); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Resolve makes a path from the spec relative to the spec's directory.
+func (s *Spec) Resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(s.Path), p)
+}
+
+// Redact replaces every secret that came from the environment with "***".
+func (s *Spec) Redact(text string) string {
+	for _, v := range s.secrets {
+		text = strings.ReplaceAll(text, v, "***")
+	}
+	return text
+}
+
+// Secrets returns the secret values to scrub from output.
+func (s *Spec) Secrets() []string { return s.secrets }
+
+// Decode decodes a stage's or endpoint's options node into dst (a pointer to
+// a tagged struct), reporting every unknown key and bad value with its position.
+func (s *Spec) Decode(n *yaml.Node, dst any) error {
+	errs := &errorList{file: s.Path, lines: s.lines}
+	if n != nil {
+		(&decoder{errs: errs}).decode(n, reflect.ValueOf(dst).Elem())
+	}
+	return errs.result()
+}
+
+// Errorf returns an *Error at pos with the spec line as snippet.
+func (s *Spec) Errorf(pos Pos, format string, args ...any) error {
+	e := &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+	if pos.Line >= 1 && pos.Line <= len(s.lines) {
+		e.Snippet = strings.ReplaceAll(s.lines[pos.Line-1], "\t", " ")
+	}
+	return e
+}
+
+// WithSnippet fills in the source line of a spec *Error that lacks one.
+func (s *Spec) WithSnippet(err error) error {
+	if e, ok := err.(*Error); ok && e.Snippet == "" && e.Pos.Line >= 1 && e.Pos.Line <= len(s.lines) {
+		c := *e
+		c.Snippet = strings.ReplaceAll(s.lines[e.Pos.Line-1], "\t", " ")
+		return &c
+	}
+	return err
+}
+
+// Env returns the environment of instance-level expressions (caps, budgets,
+// concurrency): the spec's vars, the dataset an instance works on (zero for
+// none) and what is known of its input. It is a map so that vars keep their
+// own types and a typo in a var name fails to compile.
+func (s *Spec) Env(ds *Dataset, in InputInfo) map[string]any {
+	info := DatasetInfo{}
+	if ds != nil {
+		info = DatasetInfo{Name: ds.Name, Source: ds.Source, Format: ds.Format,
+			EstCompletionTokens: ds.EstCompletionTokens, EstPromptTokens: ds.EstPromptTokens, Weight: ds.Weight}
+	}
+	return map[string]any{"vars": s.vars, "dataset": info, "input": in}
+}
+
+// VarsValue returns the vars as a typed value for expression environments.
+func (s *Spec) VarsValue() any { return s.vars }
+
+// Dataset returns the named dataset or nil.
+func (s *Spec) Dataset(name string) *Dataset {
+	for _, d := range s.Datasets {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Endpoint returns the named endpoint or nil.
+func (s *Spec) Endpoint(name string) *Endpoint {
+	for _, e := range s.Endpoints {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+// Package stages defines what a stage kind is and keeps the registry of
+// kinds by name. A stage kind is one package under stages/ plus one
+// Register call in its init; the engine drives every kind through the small
+// interfaces here and knows nothing of what a kind does.
+package stages
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+)
+
+// Kind describes a registered stage kind.
+type Kind struct {
+	Name    string
+	Summary string
+	// Options returns a pointer to a new options struct that the stage's
+	// `with:` mapping is decoded into. specs.Expr fields are expressions:
+	// tagged `eval:"record"` they are compiled against RecordEnv and
+	// evaluated per record by the stage; otherwise the engine evaluates them
+	// once per instance (vars, dataset, input) before New. Fields tagged
+	// `fp:"-"` do not change results and are left out of the fingerprint.
+	Options func() any
+	// Check validates options beyond their types (for example that a named
+	// endpoint exists), once per stage; nil when there is nothing to check.
+	Check func(spec *specs.Spec, st *specs.Stage, opts any) error
+	// New builds the stage for one instance.
+	New func(inst *Instance) (Stage, error)
+}
+
+// Instance is one stage of the DAG applied to one dataset (or to all).
+type Instance struct {
+	// ID names the instance in logs and state: "generate[B2_code]", or the
+	// stage name when the stage does not run per dataset.
+	ID    string
+	Stage *specs.Stage
+	// Dataset is the dataset of a per-dataset instance, else nil.
+	Dataset *specs.Dataset
+	Spec    *specs.Spec
+	// Options is the decoded options struct with instance-level expressions resolved.
+	Options any
+	// Log writes a line about this instance; secrets are scrubbed.
+	Log func(format string, args ...any)
+	// Shared holds resources shared by all instances of one run (endpoint
+	// clients and their capacity).
+	Shared *Shared
+	// DryRun is set when the stage is built only to plan.
+	DryRun bool
+}
+
+// Stage is implemented by exactly one of Mapper and Batch.
+type Stage interface{}
+
+// Mapper processes records one at a time, many at once; the engine keeps
+// each record's outcome, so a record is never processed twice once its
+// outcome is committed, and resumes with the records left.
+type Mapper interface {
+	// Process handles one record. A nil error with an Outcome is final and
+	// stored. An error marks the record failed with the error's message; the
+	// next run tries it again. When ctx is cancelled the stage returns
+	// ctx.Err() and the record is left for the next run.
+	Process(ctx context.Context, rec *conv.Record) (Outcome, error)
+}
+
+// Batch sees its whole input at once (sampling, merging, loading files).
+// Its output replaces the previous output in one transaction.
+type Batch interface {
+	Run(ctx context.Context, in Input, out Output) error
+}
+
+// Status is what became of a record in a stage.
+type Status int
+
+// Record statuses, as stored.
+const (
+	Done    Status = iota // passed on downstream
+	Dropped               // removed on purpose (filter, cap); final
+	Skipped               // not processed (budget, too long); reconsidered next run
+	Failed                // an error; retried next run
+)
+
+func (s Status) String() string {
+	switch s {
+	case Done:
+		return "done"
+	case Dropped:
+		return "dropped"
+	case Skipped:
+		return "skipped"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("status(%d)", int(s))
+}
+
+// Outcome is the result of processing one record.
+type Outcome struct {
+	Status Status
+	// Reason says why a record was dropped or skipped, in a few words
+	// ("keep: finish_reason == 'stop'", "budget").
+	Reason string
+	// Record is the output; nil passes the input on unchanged.
+	Record *conv.Record
+}
+
+// Input is a Batch stage's input: the records its needs passed on, in key order.
+type Input interface {
+	Count() int
+	Each(ctx context.Context, fn func(*conv.Record) error) error
+}
+
+// Output receives a Batch stage's results.
+type Output interface {
+	// Emit stores a new or changed record.
+	Emit(rec *conv.Record) error
+	// Keep passes an input record on unchanged (stored as a reference).
+	Keep(rec *conv.Record) error
+	// Drop counts a record not passed on, by reason.
+	Drop(reason string)
+}
+
+// Orderer is implemented by Batch stages whose output has an order (a
+// shuffle): Order gives a record's rank.
+type Orderer interface {
+	Order(rec *conv.Record) uint64
+}
+
+// Finisher is implemented by Batch stages that write something outside the
+// state store once their output is committed (merge writes its JSONL).
+// out iterates the committed output in Order order.
+type Finisher interface {
+	Finish(ctx context.Context, out Input) error
+}
+
+// Sourcer is implemented by stages that read outside files; the fingerprint
+// of those files (path, size, modification time) decides whether to rerun.
+type Sourcer interface {
+	SourceFingerprint() (string, error)
+}
+
+// Estimator is implemented by stages that can predict their output for
+// `eaglet plan` without doing the work.
+type Estimator interface {
+	Estimate(in Estimate) (Estimate, error)
+}
+
+// Estimate is a prediction of an instance's output and cost.
+type Estimate struct {
+	Records          int
+	PromptTokens     int64
+	CompletionTokens int64
+	Seconds          float64
+	Dollars          float64
+	Bytes            int64
+	// Exact is set when Records is a count rather than a guess.
+	Exact bool
+	Note  string
+}
+
+// Shared is a per-run store of resources shared between instances.
+type Shared struct {
+	mu sync.Mutex
+	m  map[string]any
+}
+
+// Get returns the resource stored under key, making it on first use.
+func (s *Shared) Get(key string, make func() (any, error)) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.m[key]; ok {
+		return v, nil
+	}
+	v, err := make()
+	if err != nil {
+		return nil, err
+	}
+	if s.m == nil {
+		s.m = map[string]any{}
+	}
+	s.m[key] = v
+	return v, nil
+}
+
+var (
+	regMu sync.RWMutex
+	kinds = map[string]Kind{}
+)
+
+// Register makes a stage kind available by name; it panics on a duplicate
+// name, as database/sql.Register does.
+func Register(k Kind) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if k.Name == "" || k.New == nil || k.Options == nil {
+		panic("stages: Register needs Name, Options and New")
+	}
+	if _, dup := kinds[k.Name]; dup {
+		panic("stages: Register called twice for kind " + k.Name)
+	}
+	kinds[k.Name] = k
+}
+
+// Lookup returns the kind registered under name.
+func Lookup(name string) (Kind, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Names lists the registered kinds, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	names := make([]string, 0, len(kinds))
+	for n := range kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

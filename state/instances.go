@@ -1,0 +1,152 @@
+package state
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Instance is the stored state of one stage instance.
+type Instance struct {
+	ID      string
+	Stage   string
+	Dataset string
+	// Fingerprint hashes the configuration that affects the output.
+	Fingerprint string
+	// InputDigest hashes what a batch stage last ran on.
+	InputDigest string
+	// OutputDigest hashes the live output, so downstream knows if it changed.
+	OutputDigest string
+	// Status is "running", "done" or "failed".
+	Status     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// Seconds is the time spent in the instance over all runs.
+	Seconds float64
+	Stats   Stats
+	Error   string
+}
+
+// Stats are counters a stage instance reports beyond its stored items.
+type Stats struct {
+	// Dropped counts records a batch stage did not pass on, by reason.
+	Dropped map[string]int `json:"dropped,omitempty"`
+	// Skipped counts bad input rows skipped, by reason.
+	Skipped map[string]int `json:"skipped,omitempty"`
+	// Detected is what a loader found the input to be.
+	Detected string `json:"detected,omitempty"`
+	// Output is a file the instance wrote, with its hash.
+	Output     string `json:"output,omitempty"`
+	OutputHash string `json:"output_hash,omitempty"`
+	// Config is the canonical JSON the fingerprint was made from, kept so
+	// plan can say what changed.
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// GetInstance returns the stored instance, or nil when it never ran.
+func (s *Store) GetInstance(id string) (*Instance, error) {
+	row := s.r.QueryRow(`SELECT id, stage, dataset, fingerprint, input_digest, output_digest, status,
+		started_at, finished_at, seconds, stats, error FROM instances WHERE id = ?`, id)
+	in, err := scanInstance(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return in, err
+}
+
+// Instances returns every stored instance.
+func (s *Store) Instances() ([]*Instance, error) {
+	rows, err := s.r.Query(`SELECT id, stage, dataset, fingerprint, input_digest, output_digest, status,
+		started_at, finished_at, seconds, stats, error FROM instances ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Instance
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanInstance(r scanner) (*Instance, error) {
+	var in Instance
+	var started, finished int64
+	var stats string
+	if err := r.Scan(&in.ID, &in.Stage, &in.Dataset, &in.Fingerprint, &in.InputDigest, &in.OutputDigest,
+		&in.Status, &started, &finished, &in.Seconds, &stats, &in.Error); err != nil {
+		return nil, err
+	}
+	if started > 0 {
+		in.StartedAt = time.Unix(0, started)
+	}
+	if finished > 0 {
+		in.FinishedAt = time.Unix(0, finished)
+	}
+	if err := json.Unmarshal([]byte(stats), &in.Stats); err != nil {
+		return nil, fmt.Errorf("instance %s: bad stats: %w", in.ID, err)
+	}
+	return &in, nil
+}
+
+// PutInstance stores an instance's state.
+func (s *Store) PutInstance(in *Instance) error {
+	tx, err := s.w.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := putInstance(tx, in); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func putInstance(tx *sql.Tx, in *Instance) error {
+	stats, err := json.Marshal(in.Stats)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(`INSERT OR REPLACE INTO instances (id, stage, dataset, fingerprint, input_digest,
+		output_digest, status, started_at, finished_at, seconds, stats, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		in.ID, in.Stage, in.Dataset, in.Fingerprint, in.InputDigest, in.OutputDigest, in.Status,
+		unixNano(in.StartedAt), unixNano(in.FinishedAt), in.Seconds, string(stats), in.Error)
+	if err != nil {
+		return fmt.Errorf("save instance %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// Reset forgets instances and every record they stored.
+func (s *Store) Reset(ids []string) error {
+	tx, err := s.w.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, id := range ids {
+		if _, err := tx.Exec(`DELETE FROM items WHERE instance = ?`, id); err != nil {
+			return fmt.Errorf("reset %s: %w", id, err)
+		}
+		if _, err := tx.Exec(`DELETE FROM instances WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("reset %s: %w", id, err)
+		}
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,357 @@
+package state
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Item is one record's outcome in one stage instance.
+type Item struct {
+	Key    string
+	Status int
+	Reason string
+	// FP is the instance fingerprint the item was processed under.
+	FP string
+	// InHash is the hash of the input record it was made from.
+	InHash string
+	// OutHash is the hash of the output record.
+	OutHash string
+	// Origin is the instance whose row holds the data, when Data is nil
+	// because the record was passed on unchanged.
+	Origin string
+	Data   []byte
+	// Ord ranks the record in an ordered output (a shuffle).
+	Ord              uint64
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Row is a record read from an instance's live output.
+type Row struct {
+	Key    string
+	Hash   string
+	Origin string
+	Data   []byte
+}
+
+const pageSize = 2000
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+func args(first []any, ids []string, rest ...any) []any {
+	out := append([]any(nil), first...)
+	for _, id := range ids {
+		out = append(out, id)
+	}
+	return append(out, rest...)
+}
+
+// resolved selects a row's own data or that of its origin.
+const resolved = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), COALESCE(u.data, d.data)
+	FROM items u LEFT JOIN items d ON u.data IS NULL AND d.instance = u.origin AND d.key = u.key`
+
+// EachOutput calls fn for every live, done record of the given instances
+// in key order; where several instances hold a key the first one read wins.
+// Reads are paged so memory stays flat and the writer is never blocked.
+func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row) error) error {
+	if len(instances) == 0 {
+		return nil
+	}
+	q := `SELECT ` + resolved + ` WHERE u.instance IN (` + placeholders(len(instances)) + `)
+		AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
+	return s.page(ctx, q, func(last string) []any { return args(nil, instances, last, pageSize) }, fn)
+}
+
+// EachPending calls fn, in key order, for every input record that instance
+// inst has no current outcome for under fingerprint fp: never processed,
+// processed from a different input or configuration, failed, or skipped.
+func (s *Store) EachPending(ctx context.Context, inst string, upstream []string, fp string, fn func(Row) error) error {
+	if len(upstream) == 0 {
+		return nil
+	}
+	q := `SELECT ` + resolved + `
+		LEFT JOIN items o ON o.instance = ? AND o.key = u.key
+		WHERE u.instance IN (` + placeholders(len(upstream)) + `) AND u.live = 1 AND u.status = 0 AND u.key > ?
+		AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2)
+		ORDER BY u.key LIMIT ?`
+	return s.page(ctx, q, func(last string) []any { return args([]any{inst}, upstream, last, fp, pageSize) }, fn)
+}
+
+func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []any, fn func(Row) error) error {
+	last := ""
+	for {
+		rows, err := s.r.QueryContext(ctx, q, argsFor(last)...)
+		if err != nil {
+			return err
+		}
+		var batch []Row
+		for rows.Next() {
+			var r Row
+			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data); err != nil {
+				rows.Close()
+				return err
+			}
+			batch = append(batch, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range batch {
+			if r.Key == last {
+				continue
+			}
+			last = r.Key
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(batch) < pageSize {
+			return nil
+		}
+	}
+}
+
+// EachOrdered calls fn for the live, done output of one instance in Ord order.
+func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error) error {
+	var lastOrd uint64
+	lastKey := ""
+	q := `SELECT ` + resolved + `, u.ord WHERE u.instance = ? AND u.live = 1 AND u.status = 0
+		AND (u.ord > ? OR (u.ord = ? AND u.key > ?)) ORDER BY u.ord, u.key LIMIT ?`
+	for {
+		rows, err := s.r.QueryContext(ctx, q, inst, int64(lastOrd), int64(lastOrd), lastKey, pageSize)
+		if err != nil {
+			return err
+		}
+		var batch []Row
+		var ords []uint64
+		for rows.Next() {
+			var r Row
+			var ord int64
+			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &ord); err != nil {
+				rows.Close()
+				return err
+			}
+			batch = append(batch, r)
+			ords = append(ords, uint64(ord))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, r := range batch {
+			lastOrd, lastKey = ords[i], r.Key
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(batch) < pageSize {
+			return nil
+		}
+	}
+}
+
+// CountOutputs counts the live, done records of the given instances.
+func (s *Store) CountOutputs(instances []string) (int, error) {
+	if len(instances) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.r.QueryRow(`SELECT COUNT(DISTINCT key) FROM items WHERE instance IN (`+placeholders(len(instances))+`)
+		AND live = 1 AND status = 0`, args(nil, instances)...).Scan(&n)
+	return n, err
+}
+
+// Reconcile makes an item stage's live output match its current input:
+// outcomes whose input left (a lowered cap) or changed are set aside, not
+// deleted, and set-aside outcomes whose input came back are live again, so
+// nothing generated is ever thrown away.
+func (s *Store) Reconcile(inst string, upstream []string, fp string) error {
+	if len(upstream) == 0 {
+		return nil
+	}
+	match := `EXISTS (SELECT 1 FROM items u WHERE u.instance IN (` + placeholders(len(upstream)) + `)
+		AND u.key = items.key AND u.live = 1 AND u.status = 0 AND u.out_hash = items.in_hash)`
+	tx, err := s.w.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`UPDATE items SET live = 0 WHERE instance = ? AND live = 1 AND (fp != ? OR NOT `+match+`)`,
+		args([]any{inst, fp}, upstream)...); err != nil {
+		return fmt.Errorf("reconcile %s: %w", inst, err)
+	}
+	if _, err := tx.Exec(`UPDATE items SET live = 1 WHERE instance = ? AND live = 0 AND fp = ? AND `+match,
+		args([]any{inst, fp}, upstream)...); err != nil {
+		return fmt.Errorf("reconcile %s: %w", inst, err)
+	}
+	return tx.Commit()
+}
+
+const upsert = `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated)
+	VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
+	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
+	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
+	attempts = attempts + 1, updated = excluded.updated`
+
+// Commit stores a batch of outcomes of an item stage in one transaction:
+// an outcome and its done mark are the same row, so a crash keeps both or neither.
+func (s *Store) Commit(inst string, items []Item) error {
+	tx, err := s.w.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := putItems(tx, inst, items); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func putItems(tx *sql.Tx, inst string, items []Item) error {
+	stmt, err := tx.Prepare(upsert)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	now := time.Now().UnixNano()
+	for _, it := range items {
+		if _, err := stmt.Exec(inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
+			it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now); err != nil {
+			return fmt.Errorf("commit %s/%s: %w", inst, it.Key, err)
+		}
+	}
+	return nil
+}
+
+// BatchWriter replaces a batch stage's whole output in one transaction.
+type BatchWriter struct {
+	inst string
+	tx   *sql.Tx
+	buf  []Item
+}
+
+// BeginBatch starts replacing inst's output. Until Commit, readers see the
+// previous output; a crash leaves it as it was.
+func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
+	tx, err := s.w.Begin()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(`UPDATE items SET live = 0 WHERE instance = ? AND live = 1`, inst); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("replace %s: %w", inst, err)
+	}
+	return &BatchWriter{inst: inst, tx: tx}, nil
+}
+
+// Put adds one output record.
+func (b *BatchWriter) Put(it Item) error {
+	b.buf = append(b.buf, it)
+	if len(b.buf) >= pageSize {
+		return b.flush()
+	}
+	return nil
+}
+
+func (b *BatchWriter) flush() error {
+	err := putItems(b.tx, b.inst, b.buf)
+	b.buf = b.buf[:0]
+	return err
+}
+
+// Commit makes the new output, and the instance's new state, visible at once.
+func (b *BatchWriter) Commit(s *Store, in *Instance) error {
+	if err := b.flush(); err != nil {
+		b.tx.Rollback()
+		return err
+	}
+	// Rows not re-emitted are gone for good: a batch stage can remake them.
+	if _, err := b.tx.Exec(`DELETE FROM items WHERE instance = ? AND live = 0`, b.inst); err != nil {
+		b.tx.Rollback()
+		return err
+	}
+	if err := putInstance(b.tx, in); err != nil {
+		b.tx.Rollback()
+		return err
+	}
+	return b.tx.Commit()
+}
+
+// Rollback abandons the new output.
+func (b *BatchWriter) Rollback() { b.tx.Rollback() }
+
+// Count is the number of live records of one status and reason.
+type Count struct {
+	Status           int
+	Reason           string
+	N                int
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// Counts tallies an instance's live records by status and reason.
+func (s *Store) Counts(inst string) ([]Count, error) {
+	rows, err := s.r.Query(`SELECT status, reason, COUNT(*), SUM(ptok), SUM(ctok) FROM items
+		WHERE instance = ? AND live = 1 GROUP BY status, reason ORDER BY status, reason`, inst)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Count
+	for rows.Next() {
+		var c Count
+		if err := rows.Scan(&c.Status, &c.Reason, &c.N, &c.PromptTokens, &c.CompletionTokens); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// OutputDigest hashes the keys and content hashes of an instance's live,
+// done output, so a change anywhere in it changes the digest.
+func (s *Store) OutputDigest(ctx context.Context, inst string) (string, error) {
+	h := sha256.New()
+	last := ""
+	for {
+		rows, err := s.r.QueryContext(ctx, `SELECT key, out_hash FROM items WHERE instance = ? AND live = 1
+			AND status = 0 AND key > ? ORDER BY key LIMIT ?`, inst, last, pageSize*10)
+		if err != nil {
+			return "", err
+		}
+		n := 0
+		for rows.Next() {
+			var k, oh string
+			if err := rows.Scan(&k, &oh); err != nil {
+				rows.Close()
+				return "", err
+			}
+			h.Write([]byte(k + " " + oh + "\n"))
+			last = k
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return "", err
+		}
+		if n < pageSize*10 {
+			return hex.EncodeToString(h.Sum(nil)[:16]), nil
+		}
+	}
+}
+
+// Invalidate marks every outcome of inst as made under no fingerprint, so
+// the next pass processes all its records again (run --force).
+func (s *Store) Invalidate(inst string) error {
+	_, err := s.w.Exec(`UPDATE items SET fp = '' WHERE instance = ?`, inst)
+	return err
+}

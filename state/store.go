@@ -1,0 +1,177 @@
+// Package state is eaglet's checkpoint store: one SQLite file in WAL mode
+// holding every stage instance's fingerprint and every record's outcome. It
+// owns every SQL statement of the project.
+package state
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+// migrations[i] brings the schema from version i to i+1. Append only.
+var migrations = []string{
+	`CREATE TABLE instances (
+		id            TEXT PRIMARY KEY,
+		stage         TEXT NOT NULL,
+		dataset       TEXT NOT NULL DEFAULT '',
+		fingerprint   TEXT NOT NULL DEFAULT '',
+		input_digest  TEXT NOT NULL DEFAULT '',
+		output_digest TEXT NOT NULL DEFAULT '',
+		status        TEXT NOT NULL DEFAULT 'pending',
+		started_at    INTEGER NOT NULL DEFAULT 0,
+		finished_at   INTEGER NOT NULL DEFAULT 0,
+		seconds       REAL NOT NULL DEFAULT 0,
+		stats         TEXT NOT NULL DEFAULT '{}',
+		error         TEXT NOT NULL DEFAULT ''
+	);
+	CREATE TABLE items (
+		instance TEXT NOT NULL,
+		key      TEXT NOT NULL,
+		live     INTEGER NOT NULL DEFAULT 1,
+		status   INTEGER NOT NULL,
+		reason   TEXT NOT NULL DEFAULT '',
+		fp       TEXT NOT NULL DEFAULT '',
+		in_hash  TEXT NOT NULL DEFAULT '',
+		out_hash TEXT NOT NULL DEFAULT '',
+		origin   TEXT NOT NULL DEFAULT '',
+		data     BLOB,
+		ord      INTEGER NOT NULL DEFAULT 0,
+		ptok     INTEGER NOT NULL DEFAULT 0,
+		ctok     INTEGER NOT NULL DEFAULT 0,
+		attempts INTEGER NOT NULL DEFAULT 1,
+		updated  INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (instance, key)
+	) WITHOUT ROWID;`,
+}
+
+// SchemaVersion is the schema this binary writes.
+var SchemaVersion = len(migrations)
+
+// ErrNewerSchema is returned when the store was written by a newer eaglet.
+var ErrNewerSchema = errors.New("state store was written by a newer eaglet")
+
+// LockedError says another eaglet process holds the store.
+type LockedError struct {
+	Path string
+	PID  int
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("%s is in use by another eaglet run (pid %d); wait for it or stop it", e.Path, e.PID)
+}
+
+// Store is an open checkpoint store.
+type Store struct {
+	path string
+	// w is the single writer connection: SQLite allows one writer, and
+	// serialising in the pool beats retrying on SQLITE_BUSY.
+	w *sql.DB
+	// r serves concurrent reads, which WAL lets run beside the writer.
+	r    *sql.DB
+	lock *os.File
+}
+
+// Open opens (creating if needed) the store at path and migrates it.
+func Open(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_foreign_keys=off"
+	w, err := sql.Open("sqlite3", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	s := &Store{path: path, w: w}
+	if err := s.migrate(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite3", dsn+"&mode=ro")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(8)
+	s.r = r
+	return s, nil
+}
+
+// Exists reports whether a store file is present at path.
+func Exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func (s *Store) migrate() error {
+	var v int
+	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("%w: schema version %d, this eaglet knows up to %d; upgrade eaglet or use another state path", ErrNewerSchema, v, SchemaVersion)
+	}
+	for ; v < SchemaVersion; v++ {
+		tx, err := s.w.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(migrations[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate to schema %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(`PRAGMA user_version = ` + strconv.Itoa(v+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Lock takes the store for one run. It fails with *LockedError naming the
+// holder while another process has it; the lock dies with its process, so
+// a killed run never leaves a stale lock behind.
+func (s *Store) Lock() error {
+	lockPath := s.path + ".lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", lockPath, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		buf := make([]byte, 32)
+		n, _ := f.ReadAt(buf, 0)
+		f.Close()
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+		return &LockedError{Path: s.path, PID: pid}
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	s.lock = f
+	return nil
+}
+
+// Close releases the lock and closes the database.
+func (s *Store) Close() error {
+	if s.lock != nil {
+		syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
+		s.lock.Close()
+	}
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	return errors.Join(errs...)
+}
