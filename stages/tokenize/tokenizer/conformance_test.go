@@ -1,0 +1,96 @@
+package tokenizer
+
+import (
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// vector is one reference encoding, made by testdata/gen/vectors.js with
+// the Rust Hugging Face tokenizers.
+type vector struct {
+	Text       string `json:"text"` // base64: the bytes may be invalid UTF-8
+	IDs        []int  `json:"ids"`
+	IDsSpecial []int  `json:"ids_special"`
+	Decoded    string `json:"decoded"`
+}
+
+const testdata = "../testdata"
+
+// conformanceModels are the directories of testdata with reference vectors.
+var conformanceModels = []string{"qwen3", "llama3", "deepseek_v3", "llama2", "gpt4o"}
+
+var (
+	loadedMu sync.Mutex
+	loaded   = map[string]*Tokenizer{}
+)
+
+// loadModel loads a testdata tokenizer once per test binary.
+func loadModel(t testing.TB, name string) *Tokenizer {
+	t.Helper()
+	loadedMu.Lock()
+	defer loadedMu.Unlock()
+	if tk, ok := loaded[name]; ok {
+		return tk
+	}
+	tk, err := Load(filepath.Join(testdata, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded[name] = tk
+	return tk
+}
+
+func readVectors(t *testing.T, name string) []vector {
+	t.Helper()
+	f, err := os.Open(filepath.Join(testdata, name, "vectors.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []vector
+	if err := json.NewDecoder(zr).Decode(&vs); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func TestConformance(t *testing.T) {
+	for _, name := range conformanceModels {
+		t.Run(name, func(t *testing.T) {
+			tk := loadModel(t, name)
+			fails := 0
+			for i, v := range readVectors(t, name) {
+				b, err := base64.StdEncoding.DecodeString(v.Text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := string(b)
+				if got := tk.Encode(text, false); !slices.Equal(got, v.IDs) {
+					t.Errorf("vector %d %q:\n got %v\nwant %v", i, text, got, v.IDs)
+					fails++
+				}
+				if got := tk.Encode(text, true); !slices.Equal(got, v.IDsSpecial) {
+					t.Errorf("vector %d %q with special tokens:\n got %v\nwant %v", i, text, got, v.IDsSpecial)
+					fails++
+				}
+				if got := tk.Decode(v.IDs); got != v.Decoded {
+					t.Errorf("vector %d: Decode = %q, want %q", i, got, v.Decoded)
+					fails++
+				}
+				if fails > 10 {
+					t.Fatal("too many failures")
+				}
+			}
+		})
+	}
+}
