@@ -121,4 +121,3 @@ func firstDiff(got, want []byte) string {
 	}
 	return ""
 }
-

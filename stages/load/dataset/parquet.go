@@ -82,7 +82,7 @@ func (s *parquetSource) next() (v value, err error) {
 }
 
 func (s *parquetSource) count() (int, error) { return int(s.pf.NumRows()), nil }
-func (s *parquetSource) kind() string          { return "parquet" }
+func (s *parquetSource) kind() string        { return "parquet" }
 func (s *parquetSource) close() error {
 	return closers{s.r, s.f}.Close()
 }

@@ -312,7 +312,7 @@ func (s *docSource) syntax(err error) error {
 		line = s.lc.lineAt(se.Offset)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-		line = s.lc.lineAt(s.dec.InputOffset())
+		line = s.lc.lineAt(s.lc.base + int64(len(s.lc.buf)))
 		err = errors.New("the file ends in the middle of a JSON value (truncated?)")
 	}
 	return &RowError{Line: line, Kind: "invalid JSON", stop: true,
