@@ -162,7 +162,7 @@ func parseTools(raw json.RawMessage) ([]conv.ToolDef, *RowError) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, rowErr("bad tools", "tools is a JSON %s; want a list of function definitions", jsonKind(raw))
 	}
-	defs := make([]conv.ToolDef, 0, len(list))
+	var defs []conv.ToolDef
 	for i, el := range list {
 		var w struct {
 			Type        string          `json:"type"`
