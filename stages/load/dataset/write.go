@@ -51,7 +51,7 @@ func encodeMessages(rec *conv.Record) ([]byte, error) {
 		Name       string     `json:"name,omitempty"`
 	}
 	row := struct {
-		Messages []wireMsg `json:"messages"`
+		Messages []wireMsg  `json:"messages"`
 		Tools    []wireTool `json:"tools,omitempty"`
 	}{}
 	for _, m := range rec.Messages {

@@ -50,7 +50,6 @@ func TestEncode_RoundTrip(t *testing.T) {
 			for i, rec := range recs {
 				if rec.Key != want[i] {
 
-
 					b, _ := json.Marshal(rec.Messages)
 					t.Fatalf("record %d changed in the round trip:\nrow  %.2000s\nread %.2000s", i, rows[i], b)
 				}
