@@ -57,9 +57,13 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any, open
 	return f, false
 }
 
-// retryAfter formats a Retry-After header in whole seconds, at least 1.
+// retryAfter formats a Retry-After header in whole seconds, as HTTP says,
+// except that waits under a second (for fast tests) are sent as decimals.
 func retryAfter(d time.Duration) string {
-	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+	if d < time.Second {
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	}
+	return strconv.Itoa(int(math.Ceil(d.Seconds())))
 }
 
 func (s *Server) badRequest(w http.ResponseWriter, openAI bool, msg string) {

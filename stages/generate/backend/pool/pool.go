@@ -1,0 +1,163 @@
+// Package pool is the HTTP plumbing the inference clients share: a set of
+// URLs for one endpoint balanced by outstanding requests, with a URL that
+// keeps failing taken out and probed back in; one transport sized for a
+// thousand requests in flight; server-sent-event reading; and the
+// classification of HTTP failures into backend errors.
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+)
+
+// Config shapes a Pool. Zero fields take the documented defaults.
+type Config struct {
+	URLs []string
+	// FailAfter consecutive failures take a URL out (3).
+	FailAfter int
+	// Rest is how long a URL stays out before one request probes it (2s);
+	// each failed probe doubles it, up to MaxRest (1m).
+	Rest, MaxRest time.Duration
+	// Client overrides the shared HTTP client, for tests.
+	Client *http.Client
+}
+
+// Pool picks URLs for requests; it is safe for concurrent use.
+type Pool struct {
+	cfg    Config
+	client *http.Client
+	mu     sync.Mutex
+	urls   []*URL
+}
+
+// URL is one server of the pool, held between Acquire and Release.
+type URL struct {
+	Base        string
+	outstanding int
+	fails       int
+	rest        time.Duration
+	downUntil   time.Time
+	probing     bool
+}
+
+// New returns a pool over cfg.URLs.
+func New(cfg Config) (*Pool, error) {
+	if len(cfg.URLs) == 0 {
+		return nil, errors.New("pool: no URLs")
+	}
+	if cfg.FailAfter <= 0 {
+		cfg.FailAfter = 3
+	}
+	if cfg.Rest <= 0 {
+		cfg.Rest = 2 * time.Second
+	}
+	if cfg.MaxRest <= 0 {
+		cfg.MaxRest = time.Minute
+	}
+	p := &Pool{cfg: cfg, client: cfg.Client}
+	if p.client == nil {
+		p.client = SharedClient
+	}
+	for _, u := range cfg.URLs {
+		p.urls = append(p.urls, &URL{Base: strings.TrimRight(u, "/"), rest: cfg.Rest})
+	}
+	return p, nil
+}
+
+// Client returns the HTTP client requests go through.
+func (p *Pool) Client() *http.Client { return p.client }
+
+// Acquire picks the healthy URL with the fewest outstanding requests. A URL
+// out of service whose rest is over is handed to exactly one request as a
+// probe. When every URL is out, Acquire returns a retryable error asking to
+// wait until the first comes back.
+func (p *Pool) Acquire() (*URL, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	var best *URL
+	for _, u := range p.urls {
+		if u.down() {
+			if !u.probing && !now.Before(u.downUntil) {
+				u.probing = true
+				u.outstanding++
+				return u, nil
+			}
+			continue
+		}
+		if best == nil || u.outstanding < best.outstanding {
+			best = u
+		}
+	}
+	if best != nil {
+		best.outstanding++
+		return best, nil
+	}
+	wait := time.Duration(0)
+	for _, u := range p.urls {
+		if d := u.downUntil.Sub(now); wait == 0 || d < wait {
+			wait = d
+		}
+	}
+	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond),
+		Msg: fmt.Sprintf("all %d URLs are out of service after repeated failures", len(p.urls))}
+}
+
+func (u *URL) down() bool { return !u.downUntil.IsZero() }
+
+// Release returns u to the pool. healthy reports whether the server answered
+// sanely (any HTTP response but a 5xx); connection errors, timeouts and
+// 5xx count toward taking u out.
+func (p *Pool) Release(u *URL, healthy bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u.outstanding--
+	probe := u.probing
+	u.probing = false
+	if healthy {
+		u.fails, u.downUntil, u.rest = 0, time.Time{}, p.cfg.Rest
+		return
+	}
+	u.fails++
+	if probe {
+		u.rest = min(2*u.rest, p.cfg.MaxRest)
+		u.downUntil = time.Now().Add(u.rest)
+	} else if u.fails >= p.cfg.FailAfter && !u.down() {
+		u.downUntil = time.Now().Add(u.rest)
+	}
+}
+
+// Healthy reports how many URLs are in service, for status lines.
+func (p *Pool) Healthy() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, u := range p.urls {
+		if !u.down() {
+			n++
+		}
+	}
+	return n
+}
+
+// SharedClient is the HTTP client of every pool: one transport, so idle
+// connections are reused across endpoints, with room for 1,000 requests in
+// flight per host. It sets no timeout; requests are bounded by their
+// context.
+var SharedClient = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	MaxIdleConns:          4096,
+	MaxIdleConnsPerHost:   1100,
+	IdleConnTimeout:       90 * time.Second,
+	TLSHandshakeTimeout:   10 * time.Second,
+	ExpectContinueTimeout: time.Second,
+	ForceAttemptHTTP2:     true,
+}}

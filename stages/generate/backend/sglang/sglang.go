@@ -1,0 +1,270 @@
+// Package sglang is the client for SGLang's native POST /generate: token-id
+// prompts in, text, output ids and meta_info out, streaming or not.
+package sglang
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
+)
+
+// Config shapes a Client.
+type Config struct {
+	// URLs are the server's base URLs (http://host:30000), balanced by
+	// outstanding requests.
+	URLs []string
+	// APIKey is sent as a bearer token when set (SGLang's --api-key).
+	APIKey string
+	// Headers are sent with every request.
+	Headers map[string]string
+	// Model is recorded on each generation; /generate serves one model.
+	Model  string
+	Stream bool
+	// SamplingParams are extra sampling_params (min_p, repetition_penalty,
+	// stop_token_ids, ...) sent with every request.
+	SamplingParams map[string]any
+	// StopTokenIDs are end-of-turn ids trimmed from recorded output ids,
+	// besides the one finish_reason.matched names.
+	StopTokenIDs []int
+	// ThinkStart and ThinkEnd delimit inline reasoning (<think>, </think>).
+	ThinkStart, ThinkEnd string
+	// Pool overrides the pool built from URLs, for tests.
+	Pool *pool.Pool
+}
+
+// Client implements backend.Backend over /generate.
+type Client struct {
+	cfg  Config
+	pool *pool.Pool
+}
+
+var _ backend.Backend = (*Client)(nil)
+
+// New returns a client for cfg.
+func New(cfg Config) (*Client, error) {
+	p := cfg.Pool
+	if p == nil {
+		var err error
+		if p, err = pool.New(pool.Config{URLs: cfg.URLs}); err != nil {
+			return nil, fmt.Errorf("sglang: %w", err)
+		}
+	}
+	if cfg.ThinkStart == "" {
+		cfg.ThinkStart, cfg.ThinkEnd = pool.ThinkStart, pool.ThinkEnd
+	}
+	return &Client{cfg: cfg, pool: p}, nil
+}
+
+type request struct {
+	InputIDs       []int          `json:"input_ids"`
+	SamplingParams map[string]any `json:"sampling_params"`
+	Stream         bool           `json:"stream"`
+}
+
+// response is one /generate body or stream event.
+type response struct {
+	Text      *string         `json:"text"`
+	OutputIDs []int           `json:"output_ids"`
+	MetaInfo  metaInfo        `json:"meta_info"`
+	Error     json.RawMessage `json:"error"`
+}
+
+type metaInfo struct {
+	FinishReason     *finishReason `json:"finish_reason"`
+	PromptTokens     int           `json:"prompt_tokens"`
+	CompletionTokens int           `json:"completion_tokens"`
+	CachedTokens     int           `json:"cached_tokens"`
+}
+
+// finishReason is SGLang's {"type": "stop"|"length"|"abort", "matched": id
+// or string, "length": n, "message": ..., "status_code": n}.
+type finishReason struct {
+	Type       string          `json:"type"`
+	Matched    json.RawMessage `json:"matched"`
+	Message    string          `json:"message"`
+	StatusCode int             `json:"status_code"`
+}
+
+// Generate sends req.InputIDs with an explicit max_new_tokens: SGLang's
+// default of 128 would silently cut answers.
+func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Generation, error) {
+	if len(req.InputIDs) == 0 {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: "sglang /generate needs the prompt's token ids: tokenize the dataset first"}
+	}
+	sp := map[string]any{"max_new_tokens": req.MaxTokens}
+	for k, v := range c.cfg.SamplingParams {
+		sp[k] = v
+	}
+	if req.Temperature != nil {
+		sp["temperature"] = *req.Temperature
+	}
+	if req.TopP != nil {
+		sp["top_p"] = *req.TopP
+	}
+	if req.TopK != nil {
+		sp["top_k"] = *req.TopK
+	}
+	if len(req.Stop) > 0 {
+		sp["stop"] = req.Stop
+	}
+	if req.Seed != nil {
+		sp["sampling_seed"] = *req.Seed
+	}
+	body, err := json.Marshal(request{InputIDs: req.InputIDs, SamplingParams: sp, Stream: c.cfg.Stream})
+	if err != nil {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: "encode request: " + err.Error()}
+	}
+	u, err := c.pool.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	out, healthy, err := c.do(ctx, u.Base+"/generate", body, req.Progress)
+	c.pool.Release(u, healthy)
+	if err != nil {
+		return nil, c.redact(err)
+	}
+	return c.generation(out, req.MaxTokens)
+}
+
+// do sends one request; healthy says whether the URL behaved.
+func (c *Client) do(ctx context.Context, url string, body []byte, progress func(int)) (*response, bool, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, true, &backend.Error{Kind: backend.Fatal, Msg: "build request: " + err.Error()}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	for k, v := range c.cfg.Headers {
+		hreq.Header.Set(k, v)
+	}
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.pool.Client().Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, true, ctx.Err()
+		}
+		return nil, false, pool.Retryable("post /generate", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, resp.StatusCode < 500, pool.StatusError(resp.StatusCode, resp.Header, b)
+	}
+	var out *response
+	if c.cfg.Stream {
+		out, err = readStream(resp.Body, progress)
+	} else {
+		out = new(response)
+		err = json.NewDecoder(resp.Body).Decode(out)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, true, ctx.Err()
+		}
+		var be *backend.Error
+		if errors.As(err, &be) {
+			return nil, true, be
+		}
+		return nil, false, pool.Retryable("read /generate response", err)
+	}
+	return out, true, nil
+}
+
+// readStream folds /generate events into one response. SGLang sends the
+// cumulative text and ids in every event by default and only the new ones
+// with --incremental-streaming-output; an event whose ids number as many as
+// its completion_tokens is cumulative, any other is a delta.
+func readStream(r io.Reader, progress func(int)) (*response, error) {
+	var out response
+	var text strings.Builder
+	err := pool.Events(r, func(data []byte) error {
+		var ev response
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("invalid stream event: %w", err)
+		}
+		if len(ev.Error) > 0 && string(ev.Error) != "null" {
+			return &backend.Error{Kind: backend.Retryable, Msg: "stream error: " + pool.Message(data)}
+		}
+		if len(ev.OutputIDs) == ev.MetaInfo.CompletionTokens {
+			out.OutputIDs = append(out.OutputIDs[:0], ev.OutputIDs...)
+			if ev.Text != nil {
+				text.Reset()
+				text.WriteString(*ev.Text)
+			}
+		} else {
+			out.OutputIDs = append(out.OutputIDs, ev.OutputIDs...)
+			if ev.Text != nil {
+				text.WriteString(*ev.Text)
+			}
+		}
+		out.MetaInfo = ev.MetaInfo
+		if progress != nil {
+			progress(ev.MetaInfo.CompletionTokens)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out.MetaInfo.FinishReason == nil {
+		return nil, pool.ErrTruncated
+	}
+	s := text.String()
+	out.Text = &s
+	return &out, nil
+}
+
+func (c *Client) generation(r *response, maxTokens int) (*conv.Generation, error) {
+	fr := r.MetaInfo.FinishReason
+	if fr == nil {
+		return nil, &backend.Error{Kind: backend.Retryable, Msg: "response without finish_reason"}
+	}
+	if fr.Type == "abort" {
+		e := &backend.Error{Kind: backend.Retryable, Status: fr.StatusCode, Msg: "aborted: " + fr.Message}
+		if fr.StatusCode >= 400 && fr.StatusCode < 500 {
+			e.Kind = backend.Permanent
+		}
+		return nil, e
+	}
+	var text string
+	if r.Text != nil {
+		text = *r.Text
+	}
+	g := &conv.Generation{
+		FinishReason:     fr.Type,
+		PromptTokens:     r.MetaInfo.PromptTokens,
+		CompletionTokens: r.MetaInfo.CompletionTokens,
+		CachedTokens:     r.MetaInfo.CachedTokens,
+		MaxTokens:        maxTokens,
+		Model:            c.cfg.Model,
+	}
+	g.Reasoning, g.Content = pool.SplitThink(text, c.cfg.ThinkStart, c.cfg.ThinkEnd)
+	stop := c.cfg.StopTokenIDs
+	var matched int
+	if json.Unmarshal(fr.Matched, &matched) == nil {
+		stop = append([]int{matched}, stop...)
+	}
+	g.OutputIDs = pool.TrimStop(r.OutputIDs, stop...)
+	return g, nil
+}
+
+// redact keeps the API key out of error messages, whatever a server echoes.
+func (c *Client) redact(err error) error {
+	var be *backend.Error
+	if c.cfg.APIKey != "" && errors.As(err, &be) && strings.Contains(be.Msg, c.cfg.APIKey) {
+		cp := *be
+		cp.Msg = strings.ReplaceAll(cp.Msg, c.cfg.APIKey, "[redacted]")
+		return &cp
+	}
+	return err
+}
