@@ -54,7 +54,10 @@ type RowError struct {
 	stop bool
 }
 
-func (e *RowError) fatal() bool { return e.stop }
+// Fatal reports whether the input cannot be read past this error. After a
+// RowError that is not fatal, Next may be called again to go on with the
+// next row, so a caller can list every problem (eaglet inspect does).
+func (e *RowError) Fatal() bool { return e.stop }
 
 func (e *RowError) Error() string {
 	if e.Line > 0 {
@@ -128,12 +131,12 @@ func (r *Reader) Next() (*conv.Record, error) {
 			if !errors.As(err, &re) {
 				return nil, fmt.Errorf("dataset %s: %w", r.path, err)
 			}
-			if !re.fatal() && r.opts.OnError == OnErrorSkip {
+			if !re.Fatal() && r.opts.OnError == OnErrorSkip {
 				r.skipped[re.Kind]++
 				r.index++
 				continue
 			}
-			if re.fatal() {
+			if re.Fatal() {
 				r.problem = re
 			}
 			return nil, re
