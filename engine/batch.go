@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
@@ -82,24 +81,11 @@ func batchUpToDate(prev *state.Instance, fp, digest string) bool {
 		return false
 	}
 	if prev.Stats.Output != "" {
-		h, err := fileHash(prev.Stats.Output)
+		h, err := state.FileStamp(prev.Stats.Output)
 		return err == nil && h == prev.Stats.OutputHash
 	}
 	return true
 }
-
-// fileHash hashes a file's size and modification time: cheap enough to run
-// at every plan, and any rewrite of the file changes it.
-func fileHash(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
-}
-
-// FileHash is fileHash for stages that report the files they write.
-func FileHash(path string) (string, error) { return fileHash(path) }
 
 // storeInput reads the live output of a node's needs.
 type storeInput struct {

@@ -53,12 +53,12 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 		return nil, fmt.Errorf("%s: stage kind %s must implement exactly one of Mapper and Batch", n.ID, n.Stage.Kind.Name)
 	}
 	extra := map[string]any{}
-	if src, ok := st.(stages.Sourcer); ok {
-		sfp, err := src.SourceFingerprint()
+	if f, ok := st.(stages.Fingerprinter); ok {
+		ext, err := f.Fingerprint()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.ID, err)
 		}
-		extra["source"] = sfp
+		extra["external"] = ext
 	}
 	fp, config := fingerprint(n.Stage.Kind.Name, opts, extra)
 

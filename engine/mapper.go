@@ -43,17 +43,20 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	if err := r.store.Reconcile(n.ID, upstream, pr.fp); err != nil {
 		return r.fail(n, err)
 	}
-	counts, err := r.store.Counts(n.ID)
+	pending, err := r.store.CountPending(n.ID, upstream, pr.fp)
 	if err != nil {
 		return r.fail(n, err)
 	}
-	already := 0
-	for _, c := range counts {
-		if c.Status == int(stages.Done) || c.Status == int(stages.Dropped) {
-			already += c.N
+	if pending == 0 && prev != nil && prev.Status == "done" && prev.Fingerprint == pr.fp {
+		// Reconcile may have set outcomes aside (a lowered cap): refresh the digest.
+		if err := r.saveDone(ctx, pr, started, prev, "", state.Stats{}); err != nil {
+			return r.fail(n, err)
 		}
+		r.prog.begin(n, 0, 0)
+		r.prog.finish(n, "up to date")
+		return &Result{Node: n, Action: "up to date"}
 	}
-	r.prog.begin(n, total, already)
+	r.prog.begin(n, total, total-pending)
 
 	// Workers finish what they started even after an interrupt: a record
 	// half-generated is money spent, so only dispatch stops.

@@ -158,9 +158,6 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	case stages.Batch:
 		res = r.runBatch(ctx, pr, st, upstream, count)
 	}
-	if res.Action == "failed" {
-		r.prog.finish(n, "FAILED: "+r.p.Spec.Redact(res.Err.Error()))
-	}
 	return res
 }
 

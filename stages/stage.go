@@ -136,10 +136,11 @@ type Finisher interface {
 	Finish(ctx context.Context, out Input) error
 }
 
-// Sourcer is implemented by stages that read outside files; the fingerprint
-// of those files (path, size, modification time) decides whether to rerun.
-type Sourcer interface {
-	SourceFingerprint() (string, error)
+// Fingerprinter is implemented by stages whose output depends on more than
+// their options: the files a loader reads (path, size, modification time),
+// the model behind an endpoint. A change in it reruns the stage.
+type Fingerprinter interface {
+	Fingerprint() (string, error)
 }
 
 // Estimator is implemented by stages that can predict their output for

@@ -54,8 +54,11 @@ func args(first []any, ids []string, rest ...any) []any {
 }
 
 // resolved selects a row's own data or that of its origin.
-const resolved = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), COALESCE(u.data, d.data)
-	FROM items u LEFT JOIN items d ON u.data IS NULL AND d.instance = u.origin AND d.key = u.key`
+const (
+	resolvedCols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), COALESCE(u.data, d.data)`
+	resolvedFrom = ` FROM items u LEFT JOIN items d ON u.data IS NULL AND d.instance = u.origin AND d.key = u.key`
+	resolved     = resolvedCols + resolvedFrom
+)
 
 // EachOutput calls fn for every live, done record of the given instances
 // in key order; where several instances hold a key the first one read wins.
@@ -123,7 +126,7 @@ func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []
 func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error) error {
 	var lastOrd uint64
 	lastKey := ""
-	q := `SELECT ` + resolved + `, u.ord WHERE u.instance = ? AND u.live = 1 AND u.status = 0
+	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.live = 1 AND u.status = 0
 		AND (u.ord > ? OR (u.ord = ? AND u.key > ?)) ORDER BY u.ord, u.key LIMIT ?`
 	for {
 		rows, err := s.r.QueryContext(ctx, q, inst, int64(lastOrd), int64(lastOrd), lastKey, pageSize)
@@ -354,4 +357,17 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (string, error) {
 func (s *Store) Invalidate(inst string) error {
 	_, err := s.w.Exec(`UPDATE items SET fp = '' WHERE instance = ?`, inst)
 	return err
+}
+
+// CountPending counts what EachPending would visit.
+func (s *Store) CountPending(inst string, upstream []string, fp string) (int, error) {
+	if len(upstream) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.r.QueryRow(`SELECT COUNT(DISTINCT u.key) FROM items u LEFT JOIN items o ON o.instance = ? AND o.key = u.key
+		WHERE u.instance IN (`+placeholders(len(upstream))+`) AND u.live = 1 AND u.status = 0
+		AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2)`,
+		args([]any{inst}, upstream, fp)...).Scan(&n)
+	return n, err
 }

@@ -17,10 +17,10 @@ import (
 // Exit codes, stable for scripts.
 const (
 	exitOK          = 0
-	exitFailure     = 1  // a run or command failed
-	exitUsage       = 2  // bad flags or arguments
-	exitSpec        = 3  // the spec does not validate
-	exitChanges     = 4  // plan --detailed-exitcode: something would run
+	exitFailure     = 1 // a run or command failed
+	exitUsage       = 2 // bad flags or arguments
+	exitSpec        = 3 // the spec does not validate
+	exitChanges     = 4 // plan --detailed-exitcode: something would run
 	exitInterrupted = 130
 )
 
@@ -36,6 +36,7 @@ type cmdEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	lookupEnv      func(string) (string, bool)
 }
 
 var commands = map[string]command{}
@@ -71,7 +72,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	env := &cmdEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	env := &cmdEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, lookupEnv: os.LookupEnv}
 	os.Exit(runMain(env, os.Args[1:]))
 }
 

@@ -107,6 +107,19 @@ func (r *Record) Prompt() []Message {
 	return r.Messages
 }
 
+// Conversation returns the training conversation: the prompt followed by
+// the target model's own answer when there is one, else the messages as loaded.
+func (r *Record) Conversation() []Message {
+	g := r.Generation
+	if g == nil {
+		return r.Messages
+	}
+	prompt := r.Prompt()
+	out := make([]Message, len(prompt), len(prompt)+1)
+	copy(out, prompt)
+	return append(out, Message{Role: Assistant, Content: g.Content, Reasoning: g.Reasoning, ToolCalls: g.ToolCalls})
+}
+
 // ContentKey returns a stable key for a conversation: a hash of its messages
 // and tools, independent of file names, line numbers and spec edits.
 func ContentKey(messages []Message, tools []ToolDef) string {

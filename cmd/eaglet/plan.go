@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/engine"
+)
+
+func init() {
+	register(command{name: "plan", summary: "show what a run would do, with token, time, cost and disk estimates", run: runPlan})
+}
+
+func runPlan(_ context.Context, env *cmdEnv, args []string) error {
+	fs := newFlags(env, "plan", "[--detailed-exitcode] SPEC", "Shows for each stage instance whether it is up to date or will run and why, with\nestimates. Reads local files and the state store; calls no server.")
+	detailed := fs.Bool("detailed-exitcode", false, "exit 4 when something would run, 0 when all is up to date")
+	path, err := parseSpecArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	p, err := loadPipeline(env, path)
+	if err != nil {
+		return err
+	}
+	store, err := openExisting(p)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	steps := p.Plan(store, nil)
+	printPlan(env.stdout, p, steps)
+	for _, s := range steps {
+		if s.Err != nil {
+			return &exitError{code: exitSpec, err: errors.New("the plan has errors (see above)")}
+		}
+	}
+	if *detailed {
+		for _, s := range steps {
+			if s.Run {
+				return &exitError{code: exitChanges, err: errors.New("")}
+			}
+		}
+	}
+	return nil
+}
+
+func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step) {
+	fmt.Fprintf(w, "plan for %s (state %s)\n\n", p.Spec.Name, p.Spec.State)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tRECORDS\tPROMPT TOK\tCOMPLETION TOK\tTIME\tCOST\tACTION")
+	var completion int64
+	var seconds, dollars float64
+	var disk int64
+	toRun := 0
+	for _, s := range steps {
+		e := s.Estimate
+		recs := fmt.Sprintf("%d", e.Records)
+		if !e.Exact {
+			recs = "~" + recs
+		}
+		row := []string{s.Node.ID, recs, count(e.PromptTokens), count(e.CompletionTokens), "", "", s.Action}
+		if s.Run && e.Seconds > 0 {
+			row[4] = duration(e.Seconds)
+		}
+		if s.Run && e.Dollars > 0 {
+			row[5] = fmt.Sprintf("$%.2f", e.Dollars)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		if s.Run {
+			toRun++
+			completion += e.CompletionTokens
+			seconds += e.Seconds
+			dollars += e.Dollars
+			disk += e.Bytes
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if toRun == 0 {
+		fmt.Fprintln(w, "everything is up to date; `eaglet run` would do nothing")
+		return
+	}
+	fmt.Fprintf(w, "%d of %d instances would run", toRun, len(steps))
+	if completion > 0 {
+		fmt.Fprintf(w, "; about %s completion tokens", count(completion))
+	}
+	if seconds > 0 {
+		fmt.Fprintf(w, ", %s of generation at the endpoints' stated throughput", duration(seconds))
+	}
+	if dollars > 0 {
+		fmt.Fprintf(w, ", $%.2f", dollars)
+	}
+	if disk > 0 {
+		fmt.Fprintf(w, ", %s of output and state", bytes(disk))
+	}
+	fmt.Fprintln(w)
+}
+
+func count(n int64) string {
+	switch {
+	case n == 0:
+		return "-"
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fG", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+func duration(sec float64) string {
+	return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
+}
+
+func bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	_ "github.com/eaglet-dev/eaglet/stages/all" // every built-in stage kind
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// lookup reads an environment variable through the command's environment.
+func (e *cmdEnv) lookup(name string) (string, bool) {
+	if e.lookupEnv != nil {
+		return e.lookupEnv(name)
+	}
+	v := e.getenv(name)
+	return v, v != ""
+}
+
+// newFlags returns a flag set that reports to stderr and shows usage.
+func newFlags(env *cmdEnv, name, args, summary string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.stderr, "usage: eaglet %s %s\n\n%s\n", name, args, summary)
+		if hasFlags(fs) {
+			fmt.Fprintln(env.stderr, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parseSpecArgs parses flags (which may follow the spec path) and returns
+// the one spec path.
+func parseSpecArgs(fs *flag.FlagSet, args []string) (string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", &exitError{code: exitOK, err: errors.New("")}
+			}
+			return "", &exitError{code: exitUsage, err: errors.New("")}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", &exitError{code: exitUsage, err: fmt.Errorf("expected one spec file, got %d arguments", len(pos))}
+	}
+	return pos[0], nil
+}
+
+// loadPipeline validates and compiles a spec; problems exit with exitSpec.
+func loadPipeline(env *cmdEnv, path string) (*engine.Pipeline, error) {
+	p, err := engine.Load(path, env.lookup)
+	if err != nil {
+		if _, statErr := os.Stat(path); statErr != nil {
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("spec %s: %w", path, statErr)}
+		}
+		fmt.Fprintln(env.stderr, err)
+		return nil, &exitError{code: exitSpec, err: errors.New("")}
+	}
+	return p, nil
+}
+
+// openExisting opens the pipeline's store if a run has created it, else nil.
+func openExisting(p *engine.Pipeline) (*state.Store, error) {
+	if !state.Exists(p.Spec.State) {
+		return nil, nil
+	}
+	return state.Open(p.Spec.State)
+}
+
+// isTerminal reports whether w is a character device (a person watching).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

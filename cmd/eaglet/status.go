@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+func init() {
+	register(command{name: "status", summary: "per stage and dataset: done, dropped, skipped, failed, tokens, time", run: runStatus})
+}
+
+// instanceStatus is one row of `eaglet status`, also its --json form.
+type instanceStatus struct {
+	Instance         string         `json:"instance"`
+	Stage            string         `json:"stage"`
+	Dataset          string         `json:"dataset,omitempty"`
+	State            string         `json:"state"`
+	Done             int            `json:"done"`
+	Dropped          int            `json:"dropped"`
+	Skipped          int            `json:"skipped"`
+	Failed           int            `json:"failed"`
+	PromptTokens     int64          `json:"prompt_tokens"`
+	CompletionTokens int64          `json:"completion_tokens"`
+	Seconds          float64        `json:"seconds"`
+	Reasons          map[string]int `json:"reasons,omitempty"`
+	BadRows          map[string]int `json:"bad_rows_skipped,omitempty"`
+	Detected         string         `json:"detected,omitempty"`
+	Output           string         `json:"output,omitempty"`
+	Error            string         `json:"error,omitempty"`
+}
+
+func runStatus(_ context.Context, env *cmdEnv, args []string) error {
+	fs := newFlags(env, "status", "[--json] SPEC", "Shows what the state store holds for each stage instance.")
+	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	path, err := parseSpecArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	p, err := loadPipeline(env, path)
+	if err != nil {
+		return err
+	}
+	store, err := openExisting(p)
+	if err != nil {
+		return err
+	}
+	var rows []instanceStatus
+	for _, n := range p.Nodes {
+		st := instanceStatus{Instance: n.ID, Stage: n.Stage.Spec.Name, State: "not run"}
+		if n.Dataset != nil {
+			st.Dataset = n.Dataset.Name
+		}
+		if store != nil {
+			if err := fillStatus(store, &st); err != nil {
+				store.Close()
+				return err
+			}
+		}
+		rows = append(rows, st)
+	}
+	if store != nil {
+		store.Close()
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "instances": rows})
+	}
+	if store == nil {
+		fmt.Fprintf(env.stdout, "%s has not run yet (no state at %s)\n", p.Spec.Name, p.Spec.State)
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "INSTANCE\tSTATE\tDONE\tDROPPED\tSKIPPED\tFAILED\tPROMPT TOK\tCOMPL TOK\tTIME\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Instance, r.State, r.Done, r.Dropped, r.Skipped, r.Failed,
+			count(r.PromptTokens), count(r.CompletionTokens), duration(r.Seconds))
+	}
+	tw.Flush()
+	for _, r := range rows {
+		var notes []string
+		if r.Detected != "" {
+			notes = append(notes, "read as "+r.Detected)
+		}
+		notes = append(notes, reasonList("bad rows skipped", r.BadRows)...)
+		notes = append(notes, reasonList("", r.Reasons)...)
+		if r.Output != "" {
+			notes = append(notes, "wrote "+r.Output)
+		}
+		if r.Error != "" {
+			notes = append(notes, "error: "+p.Spec.Redact(r.Error))
+		}
+		if len(notes) > 0 {
+			fmt.Fprintf(env.stdout, "%s:\n    %s\n", r.Instance, strings.Join(notes, "\n    "))
+		}
+	}
+	return nil
+}
+
+func reasonList(prefix string, m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || (m[keys[i]] == m[keys[j]] && keys[i] < keys[j]) })
+	var out []string
+	for _, k := range keys {
+		line := fmt.Sprintf("%d × %s", m[k], k)
+		if prefix != "" {
+			line = prefix + ": " + line
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func fillStatus(store *state.Store, st *instanceStatus) error {
+	in, err := store.GetInstance(st.Instance)
+	if err != nil || in == nil {
+		return err
+	}
+	st.State, st.Seconds, st.Detected, st.Output, st.Error = in.Status, in.Seconds, in.Stats.Detected, in.Stats.Output, in.Error
+	if in.Status == "running" {
+		st.State = "incomplete"
+	}
+	counts, err := store.Counts(st.Instance)
+	if err != nil {
+		return err
+	}
+	st.Reasons = map[string]int{}
+	for _, c := range counts {
+		switch stages.Status(c.Status) {
+		case stages.Done:
+			st.Done += c.N
+			st.PromptTokens += c.PromptTokens
+			st.CompletionTokens += c.CompletionTokens
+			continue
+		case stages.Dropped:
+			st.Dropped += c.N
+		case stages.Skipped:
+			st.Skipped += c.N
+		case stages.Failed:
+			st.Failed += c.N
+		}
+		st.Reasons[stages.Status(c.Status).String()+": "+c.Reason] += c.N
+	}
+	for reason, n := range in.Stats.Dropped {
+		st.Dropped += n
+		st.Reasons["dropped: "+reason] += n
+	}
+	st.BadRows = in.Stats.Skipped
+	return nil
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+func init() {
+	register(command{name: "validate", summary: "check a spec and report every problem at once", run: runValidate})
+}
+
+func runValidate(_ context.Context, env *cmdEnv, args []string) error {
+	fs := newFlags(env, "validate", "SPEC", "Checks the spec (keys, types, environment variables, expressions, the DAG)\nwithout reading data or calling any server. Problems print as FILE:LINE:COL.")
+	path, err := parseSpecArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	p, err := loadPipeline(env, path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%s: ok (%d datasets, %d stages, %d instances)\n", path, len(p.Spec.Datasets), len(p.Spec.Stages), len(p.Nodes))
+	return nil
+}

@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// Step is what a run would do with one instance.
+type Step struct {
+	Node *Node
+	// Run is false when the instance is up to date.
+	Run bool
+	// Action says what and why: "up to date", "will run: never ran",
+	// "will rerun: max_samples 7000 -> 8000", ...
+	Action   string
+	Estimate stages.Estimate
+	// Concurrency is the instance's resolved concurrency (item stages).
+	Concurrency int
+	Mapper      bool
+	Err         error
+}
+
+// Plan works out, without running anything or calling any server, what a
+// run would do: which instances are up to date, which will run and why,
+// and estimates of records, tokens, time and cost. store may be nil when
+// nothing has run yet.
+func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
+	steps := map[*Node]*Step{}
+	var out []*Step
+	shared := &stages.Shared{}
+	for _, n := range p.Nodes {
+		s := p.planNode(n, store, steps, shared, force[n])
+		steps[n] = s
+		out = append(out, s)
+	}
+	return out
+}
+
+func (p *Pipeline) planNode(n *Node, store *state.Store, steps map[*Node]*Step, shared *stages.Shared, force bool) *Step {
+	s := &Step{Node: n}
+	var in stages.Estimate
+	upstreamRuns, upstreamBroken := false, false
+	for _, up := range n.Needs {
+		us := steps[up]
+		upstreamRuns = upstreamRuns || us.Run
+		upstreamBroken = upstreamBroken || us.Err != nil
+		in.Records += us.Estimate.Records
+		in.PromptTokens += us.Estimate.PromptTokens
+		in.CompletionTokens += us.Estimate.CompletionTokens
+		in.Bytes += us.Estimate.Bytes
+	}
+	in.Exact = true
+	for _, up := range n.Needs {
+		in.Exact = in.Exact && steps[up].Estimate.Exact
+	}
+	upstream := n.upstreamIDs()
+	if store != nil && !upstreamRuns && !upstreamBroken && len(upstream) > 0 {
+		if c, err := store.CountOutputs(upstream); err == nil {
+			in.Records, in.Exact = c, true
+		}
+	}
+	if upstreamBroken {
+		s.Run, s.Action = true, "blocked: an earlier stage has a problem"
+		return s
+	}
+	pr, err := p.prepare(n, specs.InputInfo{Records: in.Records}, shared, func(string, ...any) {}, true)
+	if err != nil {
+		s.Err, s.Run, s.Action = err, true, "error: "+p.Spec.Redact(err.Error())
+		return s
+	}
+	s.Concurrency = pr.concurrency
+	_, s.Mapper = pr.stage.(stages.Mapper)
+	s.Estimate = in
+	if est, ok := pr.stage.(stages.Estimator); ok {
+		e, err := est.Estimate(in)
+		if err != nil {
+			s.Err, s.Run, s.Action = err, true, "error: "+p.Spec.Redact(err.Error())
+			return s
+		}
+		s.Estimate = e
+	}
+	var prev *state.Instance
+	if store != nil {
+		if prev, err = store.GetInstance(n.ID); err != nil {
+			s.Err, s.Run, s.Action = err, true, "error: "+err.Error()
+			return s
+		}
+	}
+	s.Run, s.Action = true, ""
+	switch {
+	case force:
+		s.Action = "will rerun: forced"
+	case prev == nil:
+		s.Action = "will run: never ran"
+	case prev.Fingerprint != pr.fp:
+		s.Action = "will rerun: " + configDiff(string(prev.Stats.Config), pr.config)
+	case upstreamRuns:
+		s.Action = "will run if its input changes"
+	case s.Mapper:
+		pending, err := store.CountPending(n.ID, upstream, pr.fp)
+		switch {
+		case err != nil:
+			s.Action = "error: " + err.Error()
+		case pending > 0:
+			s.Action = fmt.Sprintf("will run: %d of %d records to do", pending, in.Records)
+			s.Estimate = scale(s.Estimate, pending, in.Records)
+		case prev.Status != "done":
+			s.Action = "will finish: last run stopped early"
+		default:
+			s.Run, s.Action = false, "up to date"
+		}
+	default:
+		digest, err := (&runner{p: p, store: store}).inputDigest(n)
+		switch {
+		case err != nil:
+			s.Action = "will run: " + err.Error()
+		case batchUpToDate(prev, pr.fp, digest):
+			s.Run, s.Action = false, "up to date"
+		case prev.InputDigest != digest:
+			s.Action = "will rerun: input changed"
+		case prev.Stats.Output != "":
+			s.Action = "will rerun: " + prev.Stats.Output + " is missing or was changed"
+		default:
+			s.Action = "will finish: last run stopped early"
+		}
+	}
+	return s
+}
+
+// scale keeps the cost figures of the part of an instance still to do.
+func scale(e stages.Estimate, part, whole int) stages.Estimate {
+	if whole <= 0 || part >= whole {
+		return e
+	}
+	f := float64(part) / float64(whole)
+	e.CompletionTokens = int64(float64(e.CompletionTokens) * f)
+	e.Seconds *= f
+	e.Dollars *= f
+	return e
+}
+
+// configDiff names the settings that differ between two fingerprint
+// materials: "max_samples 7000 -> 8000".
+func configDiff(old, cur string) string {
+	var a, b map[string]any
+	if json.Unmarshal([]byte(old), &a) != nil || json.Unmarshal([]byte(cur), &b) != nil {
+		return "configuration changed"
+	}
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var diffs []string
+	for k := range keys {
+		if reflect.DeepEqual(a[k], b[k]) {
+			continue
+		}
+		if k == "external" {
+			diffs = append(diffs, "input file or model changed")
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s -> %s", k, show(a[k]), show(b[k])))
+	}
+	sort.Strings(diffs)
+	if len(diffs) == 0 {
+		return "configuration changed"
+	}
+	return strings.Join(diffs, ", ")
+}
+
+func show(v any) string {
+	if v == nil {
+		return "(unset)"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

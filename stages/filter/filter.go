@@ -1,0 +1,81 @@
+// Package filter is the stage that keeps or drops records by an expression
+// over their fields, counting what it dropped and why.
+package filter
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+)
+
+func init() {
+	stages.Register(stages.Kind{
+		Name:    "filter",
+		Summary: "keep records for which `keep` is true and `drop` is false",
+		Options: func() any { return &Options{} },
+		Check:   check,
+		New:     newFilter,
+	})
+}
+
+// Options of filter: expressions over record fields (see the README).
+type Options struct {
+	Keep specs.Expr `yaml:"keep" eval:"predicate"`
+	Drop specs.Expr `yaml:"drop" eval:"predicate"`
+}
+
+func check(_ *specs.Spec, st *specs.Stage, o any) error {
+	opts := o.(*Options)
+	if opts.Keep.IsZero() && opts.Drop.IsZero() {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: filter needs `keep:` or `drop:` in `with:`", st.Name)}
+	}
+	return nil
+}
+
+// Filter keeps records matching its expressions.
+type Filter struct {
+	opts *Options
+	vars any
+}
+
+var (
+	_ stages.Mapper    = (*Filter)(nil)
+	_ stages.Estimator = (*Filter)(nil)
+)
+
+func newFilter(inst *stages.Instance) (stages.Stage, error) {
+	return &Filter{opts: inst.Options.(*Options), vars: inst.Spec.VarsValue()}, nil
+}
+
+// Process drops a record with the expression that rejected it as reason.
+func (f *Filter) Process(_ context.Context, rec *conv.Record) (stages.Outcome, error) {
+	env := stages.RecordEnv(rec, f.vars)
+	if !f.opts.Keep.IsZero() {
+		v, err := f.opts.Keep.Eval(env)
+		if err != nil {
+			return stages.Outcome{}, err
+		}
+		if !v.(bool) {
+			return stages.Outcome{Status: stages.Dropped, Reason: "keep: " + f.opts.Keep.Src}, nil
+		}
+	}
+	if !f.opts.Drop.IsZero() {
+		v, err := f.opts.Drop.Eval(env)
+		if err != nil {
+			return stages.Outcome{}, err
+		}
+		if v.(bool) {
+			return stages.Outcome{Status: stages.Dropped, Reason: "drop: " + f.opts.Drop.Src}, nil
+		}
+	}
+	return stages.Outcome{Status: stages.Done}, nil
+}
+
+// Estimate cannot know what will be dropped; it passes the input through.
+func (f *Filter) Estimate(in stages.Estimate) (stages.Estimate, error) {
+	in.Exact = false
+	return in, nil
+}

@@ -1,0 +1,177 @@
+// Package generate is the stage that has the target model answer each
+// record's prompt through an endpoint, with retries, and keeps the answer.
+package generate
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+)
+
+func init() {
+	stages.Register(stages.Kind{
+		Name:    "generate",
+		Summary: "regenerate the last assistant turn with the target model behind an endpoint",
+		Options: func() any { return &Options{} },
+		Check:   check,
+		New:     newGenerate,
+	})
+}
+
+// Options of generate. Sampling settings change the answers, so they are
+// part of the fingerprint; the endpoint's name, retries and timeout are not.
+type Options struct {
+	Endpoint string `yaml:"endpoint" fp:"-"`
+	// MaxTokens caps each answer (an expression; default 4096). It is always
+	// sent: servers' own defaults are as low as 16 tokens.
+	MaxTokens   specs.Expr `yaml:"max_tokens"`
+	Temperature *float64   `yaml:"temperature"`
+	TopP        *float64   `yaml:"top_p"`
+	TopK        *int       `yaml:"top_k"`
+	Stop        []string   `yaml:"stop"`
+	Seed        *int       `yaml:"seed"`
+	// Retries is how many times a retryable failure is tried again (default 5).
+	Retries *int `yaml:"retries" fp:"-"`
+	// Timeout bounds one request, as a Go duration ("10m"; default 30m).
+	Timeout string `yaml:"timeout" fp:"-"`
+}
+
+const defaultMaxTokens = 4096
+
+func check(spec *specs.Spec, st *specs.Stage, o any) error {
+	opts := o.(*Options)
+	var names []string
+	for _, e := range spec.Endpoints {
+		names = append(names, e.Name)
+	}
+	switch {
+	case opts.Endpoint == "" && len(names) == 1:
+		opts.Endpoint = names[0]
+	case opts.Endpoint == "":
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: generate needs `endpoint:` (one of %v)", st.Name, names)}
+	case spec.Endpoint(opts.Endpoint) == nil:
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: unknown endpoint %q; endpoints: %v", st.Name, opts.Endpoint, names)}
+	}
+	if opts.Timeout != "" {
+		if _, err := time.ParseDuration(opts.Timeout); err != nil {
+			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: timeout %q is not a duration like 90s or 10m", st.Name, opts.Timeout)}
+		}
+	}
+	if _, err := newEndpoint(spec, spec.Endpoint(opts.Endpoint)); err != nil {
+		return &specs.Error{Pos: spec.Endpoint(opts.Endpoint).Pos, Msg: err.Error()}
+	}
+	return nil
+}
+
+// Generate asks an endpoint for each record's answer.
+type Generate struct {
+	opts      *Options
+	ep        *endpoint
+	ds        *specs.Dataset
+	maxTokens int
+	retries   int
+	timeout   time.Duration
+	log       func(string, ...any)
+}
+
+var (
+	_ stages.Mapper        = (*Generate)(nil)
+	_ stages.Fingerprinter = (*Generate)(nil)
+	_ stages.Estimator     = (*Generate)(nil)
+)
+
+func newGenerate(inst *stages.Instance) (stages.Stage, error) {
+	o := inst.Options.(*Options)
+	v, err := inst.Shared.Get("endpoint:"+o.Endpoint, func() (any, error) {
+		return newEndpoint(inst.Spec, inst.Spec.Endpoint(o.Endpoint))
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := &Generate{opts: o, ep: v.(*endpoint), ds: inst.Dataset, maxTokens: defaultMaxTokens, retries: 5,
+		timeout: 30 * time.Minute, log: inst.Log}
+	if !o.MaxTokens.IsZero() {
+		g.maxTokens = o.MaxTokens.Int()
+	}
+	if g.maxTokens < 1 {
+		return nil, fmt.Errorf("max_tokens %q is %d; it must be at least 1", o.MaxTokens.Src, g.maxTokens)
+	}
+	if o.Retries != nil {
+		g.retries = *o.Retries
+	}
+	if o.Timeout != "" {
+		g.timeout, _ = time.ParseDuration(o.Timeout)
+	}
+	return g, nil
+}
+
+// DefaultConcurrency is the endpoint's concurrency.
+func (g *Generate) DefaultConcurrency() int { return g.ep.concurrency }
+
+// Fingerprint names the model that answers, so pointing a stage at another
+// model regenerates while moving a server to another URL does not.
+func (g *Generate) Fingerprint() (string, error) { return g.ep.identity, nil }
+
+// Process asks for the answer, retrying what may succeed on a second try.
+func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {
+	req := &backend.Request{Key: rec.Key, Messages: rec.Prompt(), Tools: rec.Tools, InputIDs: rec.PromptIDs,
+		MaxTokens: g.maxTokens, Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK,
+		Stop: g.opts.Stop, Seed: g.opts.Seed}
+	for attempt := 0; ; attempt++ {
+		gen, err := g.ep.generate(ctx, req, g.timeout)
+		if err == nil {
+			gen.MaxTokens = g.maxTokens
+			out := *rec
+			out.Generation = gen
+			return stages.Outcome{Status: stages.Done, Record: &out}, nil
+		}
+		kind, wait := backend.Classify(err)
+		if ctx.Err() != nil {
+			return stages.Outcome{}, ctx.Err()
+		}
+		if kind != backend.Retryable || attempt >= g.retries {
+			return stages.Outcome{}, err
+		}
+		if wait == 0 {
+			wait = backoff(attempt)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return stages.Outcome{}, ctx.Err()
+		}
+	}
+}
+
+// backoff is exponential with full jitter, from 0.5 s up to 30 s.
+func backoff(attempt int) time.Duration {
+	d := min(500*time.Millisecond<<attempt, 30*time.Second)
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+// Estimate predicts tokens, time and cost from the dataset's expected
+// answer length, the endpoint's throughput and its price.
+func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
+	out := in
+	per := g.ep.meanTokens
+	if g.ds != nil && g.ds.EstCompletionTokens > 0 {
+		per = g.ds.EstCompletionTokens
+	}
+	per = min(per, g.maxTokens)
+	out.CompletionTokens = int64(in.Records) * int64(per)
+	if tps := g.ep.spec.TokensPerSecond; tps > 0 {
+		out.Seconds = float64(out.CompletionTokens) / tps
+	}
+	if p := g.ep.spec.Price; p != nil {
+		out.Dollars = (float64(out.PromptTokens)*p.Input + float64(out.CompletionTokens)*p.Output) / 1e6
+	}
+	out.Bytes = in.Bytes + out.CompletionTokens*4
+	out.Exact = false
+	return out, nil
+}

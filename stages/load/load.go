@@ -1,0 +1,142 @@
+// Package load is the stage that reads a dataset file into canonical
+// conversation records, one instance per dataset.
+package load
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/load/dataset"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+func init() {
+	stages.Register(stages.Kind{
+		Name:    "load",
+		Summary: "read a dataset file (JSONL, JSON, Parquet; any common shape) into conversations",
+		Options: func() any { return &Options{} },
+		Check:   check,
+		New:     newLoad,
+	})
+}
+
+// Options of load; the file, format and bad-row policy come from the dataset.
+type Options struct {
+	// Limit reads only the first N records (0: all), for trying a spec out.
+	Limit int `yaml:"limit"`
+}
+
+func check(_ *specs.Spec, st *specs.Stage, _ any) error {
+	if st.Foreach != "datasets" {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: load reads one dataset per instance; add `foreach: datasets`", st.Name)}
+	}
+	if len(st.Needs) > 0 {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: load reads files and needs no other stage; remove `needs:`", st.Name)}
+	}
+	return nil
+}
+
+// Load reads one dataset.
+type Load struct {
+	opts     *Options
+	ds       *specs.Dataset
+	path     string
+	detected string
+	skipped  map[string]int
+}
+
+var (
+	_ stages.Batch         = (*Load)(nil)
+	_ stages.Fingerprinter = (*Load)(nil)
+	_ stages.Estimator     = (*Load)(nil)
+)
+
+func newLoad(inst *stages.Instance) (stages.Stage, error) {
+	return &Load{opts: inst.Options.(*Options), ds: inst.Dataset, path: inst.Spec.Resolve(inst.Dataset.Source)}, nil
+}
+
+func (l *Load) readOptions() dataset.Options {
+	return dataset.Options{Format: l.ds.Format, OnError: l.ds.OnError, Mapping: l.ds.Mapping}
+}
+
+// Fingerprint identifies the file and how it is read, so editing the file
+// or its format reloads it (downstream work is kept wherever records are unchanged).
+func (l *Load) Fingerprint() (string, error) {
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		return "", fmt.Errorf("dataset %s: %w", l.ds.Name, err)
+	}
+	var mapping []string
+	for k, v := range l.ds.Mapping {
+		mapping = append(mapping, k+"="+v)
+	}
+	sort.Strings(mapping)
+	return fmt.Sprintf("%s|%d|%d|%s|%s|%s", l.path, fi.Size(), fi.ModTime().UnixNano(), l.ds.Format, l.ds.OnError, strings.Join(mapping, ",")), nil
+}
+
+// Run reads the file; a record met twice is kept once.
+func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error {
+	r, err := dataset.Open(l.path, l.readOptions())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	seen := map[[16]byte]struct{}{}
+	for n := 0; l.opts.Limit == 0 || n < l.opts.Limit; n++ {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%w (set `on_error: skip` on dataset %s to skip and count bad rows)", err, l.ds.Name)
+		}
+		var k [16]byte
+		if _, err := hex.Decode(k[:], []byte(rec.Key)); err != nil {
+			return fmt.Errorf("%s: record key %q is not hex", l.path, rec.Key)
+		}
+		if _, dup := seen[k]; dup {
+			out.Drop("duplicate")
+			continue
+		}
+		seen[k] = struct{}{}
+		rec.Dataset = l.ds.Name
+		if err := out.Emit(rec); err != nil {
+			return err
+		}
+	}
+	l.detected, l.skipped = r.Detected(), r.Skipped()
+	return nil
+}
+
+// Report records what the reader detected and which rows it skipped.
+func (l *Load) Report(s *state.Stats) {
+	s.Detected, s.Skipped = l.detected, l.skipped
+}
+
+// Estimate counts the file's rows without converting them.
+func (l *Load) Estimate(stages.Estimate) (stages.Estimate, error) {
+	n, err := dataset.Count(l.path, l.readOptions())
+	if err != nil {
+		return stages.Estimate{}, err
+	}
+	if l.opts.Limit > 0 {
+		n = min(n, l.opts.Limit)
+	}
+	est := stages.Estimate{Records: n, Exact: true}
+	if fi, err := os.Stat(l.path); err == nil {
+		est.Bytes = fi.Size()
+	}
+	est.PromptTokens = int64(n * l.ds.EstPromptTokens)
+	return est, nil
+}

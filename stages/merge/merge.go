@@ -1,0 +1,206 @@
+// Package merge is the stage that unites datasets, optionally weighted,
+// shuffles them deterministically and writes the result as JSONL.
+package merge
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+func init() {
+	stages.Register(stages.Kind{
+		Name:    "merge",
+		Summary: "unite datasets (optionally weighted), shuffle with a seed, write JSONL",
+		Options: func() any { return &Options{} },
+		Check:   check,
+		New:     newMerge,
+	})
+}
+
+// Options of merge.
+type Options struct {
+	// Out is the JSONL file to write, relative to the spec.
+	Out string `yaml:"out"`
+	// ShuffleSeed orders the output; the same seed gives the same file.
+	ShuffleSeed int `yaml:"shuffle_seed"`
+	// Format is "messages" (id, dataset, messages, tools: ready to train)
+	// or "record" (the whole canonical record with generation details).
+	Format string `yaml:"format"`
+	// Weights scale datasets by name: 0.5 keeps a seeded half, 2 repeats
+	// every record twice. Unlisted datasets use their own `weight` (1).
+	Weights map[string]float64 `yaml:"weights"`
+}
+
+func check(spec *specs.Spec, st *specs.Stage, o any) error {
+	opts := o.(*Options)
+	if opts.Out == "" {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
+	}
+	if opts.Format != "" && opts.Format != "messages" && opts.Format != "record" {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: format %q; use messages or record", st.Name, opts.Format)}
+	}
+	for name, w := range opts.Weights {
+		if spec.Dataset(name) == nil {
+			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: weights name unknown dataset %q", st.Name, name)}
+		}
+		if w < 0 {
+			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: weight of %s is negative", st.Name, name)}
+		}
+	}
+	return nil
+}
+
+// Merge writes the union of its inputs.
+type Merge struct {
+	opts *Options
+	spec *specs.Spec
+	out  string
+	hash string
+}
+
+var (
+	_ stages.Batch     = (*Merge)(nil)
+	_ stages.Orderer   = (*Merge)(nil)
+	_ stages.Finisher  = (*Merge)(nil)
+	_ stages.Estimator = (*Merge)(nil)
+)
+
+func newMerge(inst *stages.Instance) (stages.Stage, error) {
+	o := inst.Options.(*Options)
+	return &Merge{opts: o, spec: inst.Spec, out: inst.Spec.Resolve(o.Out)}, nil
+}
+
+func (m *Merge) weight(dataset string) float64 {
+	if w, ok := m.opts.Weights[dataset]; ok {
+		return w
+	}
+	if ds := m.spec.Dataset(dataset); ds != nil {
+		return ds.Weight
+	}
+	return 1
+}
+
+func hash64(seed int, parts ...string) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// copies is how many times a record appears: the whole part of its weight,
+// plus one more with probability of the fraction, decided by its key.
+func (m *Merge) copies(rec *conv.Record) int {
+	w := m.weight(rec.Dataset)
+	whole, frac := math.Modf(w)
+	n := int(whole)
+	if frac > 0 && float64(hash64(m.opts.ShuffleSeed, "weight", rec.Key)>>11)/float64(1<<53) < frac {
+		n++
+	}
+	return n
+}
+
+// Run passes every record on as often as its weight says.
+func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) error {
+	return in.Each(ctx, func(rec *conv.Record) error {
+		n := m.copies(rec)
+		if n == 0 {
+			out.Drop("weight")
+			return nil
+		}
+		if err := out.Keep(rec); err != nil {
+			return err
+		}
+		key := rec.Key
+		for i := 2; i <= n; i++ {
+			c := *rec
+			c.Key = fmt.Sprintf("%s~%d", key, i)
+			if err := out.Emit(&c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Order shuffles: a record's rank is a seeded hash of its key, kept below
+// 2^63 so it sorts the same as a signed SQLite integer.
+func (m *Merge) Order(rec *conv.Record) uint64 {
+	return hash64(m.opts.ShuffleSeed, rec.Key) >> 1
+}
+
+// line is one output record in the messages format.
+type line struct {
+	ID       string         `json:"id"`
+	Dataset  string         `json:"dataset"`
+	Messages []conv.Message `json:"messages"`
+	Tools    []conv.ToolDef `json:"tools,omitempty"`
+}
+
+// Finish writes the JSONL file next to its final name and renames it into
+// place, so a reader never sees half a file and a crash leaves the old one.
+func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
+	if err := os.MkdirAll(filepath.Dir(m.out), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(m.out), filepath.Base(m.out)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	err = out.Each(ctx, func(rec *conv.Record) error {
+		if m.opts.Format == "record" {
+			return enc.Encode(rec)
+		}
+		return enc.Encode(line{ID: rec.Key, Dataset: rec.Dataset, Messages: rec.Conversation(), Tools: rec.Tools})
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), m.out)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", m.out, err)
+	}
+	m.hash, err = state.FileStamp(m.out)
+	return err
+}
+
+// Report names the written file so a deleted or edited output is remade.
+func (m *Merge) Report(s *state.Stats) {
+	if m.hash != "" {
+		s.Output, s.OutputHash = m.out, m.hash
+	}
+}
+
+// Estimate adds up the weighted inputs and the file size.
+func (m *Merge) Estimate(in stages.Estimate) (stages.Estimate, error) {
+	in.Note = "writes " + m.opts.Out
+	return in, nil
+}
