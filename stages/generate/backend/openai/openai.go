@@ -1,0 +1,283 @@
+// Package openai is the client for OpenAI-compatible servers (vLLM, SGLang,
+// OpenRouter): POST /chat/completions with messages, or /completions with a
+// token-id prompt, streaming or not.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
+)
+
+// Config shapes a Client.
+type Config struct {
+	// URLs are base URLs ending in /v1 (https://openrouter.ai/api/v1),
+	// balanced by outstanding requests.
+	URLs []string
+	// APIKey is sent as a bearer token; it never appears in errors.
+	APIKey string
+	// Headers are sent with every request (HTTP-Referer, X-Title, ...).
+	Headers map[string]string
+	// Model is the model name sent and recorded.
+	Model string
+	// Completions uses /completions with req.InputIDs as the prompt.
+	Completions bool
+	Stream      bool
+	// ReturnTokenIDs asks vLLM and SGLang for the completion's token ids.
+	ReturnTokenIDs bool
+	// ChatTemplateKwargs turn thinking on or off: {"enable_thinking": false}
+	// for Qwen, {"thinking": true} for Kimi and DeepSeek.
+	ChatTemplateKwargs map[string]any
+	// Extra fields merged into every request body (reasoning, provider, ...).
+	Extra map[string]any
+	// StopTokenIDs are end-of-turn ids trimmed from recorded token ids.
+	StopTokenIDs []int
+	// ThinkStart and ThinkEnd delimit inline reasoning (<think>, </think>).
+	ThinkStart, ThinkEnd string
+	// Pool overrides the pool built from URLs, for tests.
+	Pool *pool.Pool
+}
+
+// Client implements backend.Backend over the OpenAI API.
+type Client struct {
+	cfg  Config
+	pool *pool.Pool
+	path string
+}
+
+var _ backend.Backend = (*Client)(nil)
+
+// New returns a client for cfg.
+func New(cfg Config) (*Client, error) {
+	p := cfg.Pool
+	if p == nil {
+		var err error
+		if p, err = pool.New(pool.Config{URLs: cfg.URLs}); err != nil {
+			return nil, fmt.Errorf("openai: %w", err)
+		}
+	}
+	if cfg.ThinkStart == "" {
+		cfg.ThinkStart, cfg.ThinkEnd = pool.ThinkStart, pool.ThinkEnd
+	}
+	c := &Client{cfg: cfg, pool: p, path: "/chat/completions"}
+	if cfg.Completions {
+		c.path = "/completions"
+	}
+	return c, nil
+}
+
+// Generate sends req with max_tokens always set: /completions defaults to
+// 16 tokens and chat has no cap at all.
+func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Generation, error) {
+	body, err := c.body(req)
+	if err != nil {
+		return nil, err
+	}
+	u, err := c.pool.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	res, healthy, err := c.do(ctx, u.Base+c.path, body, req.Progress)
+	c.pool.Release(u, healthy)
+	if err != nil {
+		return nil, c.redact(err)
+	}
+	return c.generation(res, req.MaxTokens)
+}
+
+func (c *Client) body(req *backend.Request) ([]byte, error) {
+	b := map[string]any{"model": c.cfg.Model, "max_tokens": req.MaxTokens}
+	for k, v := range c.cfg.Extra {
+		b[k] = v
+	}
+	if c.cfg.Completions {
+		if len(req.InputIDs) == 0 {
+			return nil, &backend.Error{Kind: backend.Permanent, Msg: "/completions needs the prompt's token ids: tokenize the dataset first"}
+		}
+		b["prompt"] = req.InputIDs
+	} else {
+		b["messages"] = wireMessages(req.Messages)
+		if len(req.Tools) > 0 {
+			b["tools"] = wireTools(req.Tools)
+		}
+		if c.cfg.ChatTemplateKwargs != nil {
+			b["chat_template_kwargs"] = c.cfg.ChatTemplateKwargs
+		}
+	}
+	if req.Temperature != nil {
+		b["temperature"] = *req.Temperature
+	}
+	if req.TopP != nil {
+		b["top_p"] = *req.TopP
+	}
+	if req.TopK != nil {
+		b["top_k"] = *req.TopK
+	}
+	if len(req.Stop) > 0 {
+		b["stop"] = req.Stop
+	}
+	if req.Seed != nil {
+		b["seed"] = *req.Seed
+	}
+	if c.cfg.ReturnTokenIDs {
+		b["return_token_ids"] = true
+	}
+	if c.cfg.Stream {
+		b["stream"] = true
+		b["stream_options"] = map[string]any{"include_usage": true}
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: "encode request: " + err.Error()}
+	}
+	return out, nil
+}
+
+type wireMessage struct {
+	Role             string         `json:"role"`
+	Content          string         `json:"content"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	Name             string         `json:"name,omitempty"`
+}
+
+type wireToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func wireMessages(msgs []conv.Message) []wireMessage {
+	out := make([]wireMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = wireMessage{Role: m.Role, Content: m.Content, ReasoningContent: m.Reasoning,
+			ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, tc := range m.ToolCalls {
+			w := wireToolCall{ID: tc.ID, Type: "function"}
+			w.Function.Name, w.Function.Arguments = tc.Name, string(tc.Arguments)
+			out[i].ToolCalls = append(out[i].ToolCalls, w)
+		}
+	}
+	return out
+}
+
+func wireTools(tools []conv.ToolDef) []map[string]any {
+	out := make([]map[string]any, len(tools))
+	for i, t := range tools {
+		fn := map[string]any{"name": t.Name}
+		if t.Description != "" {
+			fn["description"] = t.Description
+		}
+		if len(t.Parameters) > 0 {
+			fn["parameters"] = t.Parameters
+		}
+		out[i] = map[string]any{"type": "function", "function": fn}
+	}
+	return out
+}
+
+// do sends one request; healthy says whether the URL behaved.
+func (c *Client) do(ctx context.Context, url string, body []byte, progress func(int)) (*result, bool, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, true, &backend.Error{Kind: backend.Fatal, Msg: "build request: " + err.Error()}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	for k, v := range c.cfg.Headers {
+		hreq.Header.Set(k, v)
+	}
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.pool.Client().Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, true, ctx.Err()
+		}
+		return nil, false, pool.Retryable("post "+c.path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, resp.StatusCode < 500, pool.StatusError(resp.StatusCode, resp.Header, b)
+	}
+	var res *result
+	if c.cfg.Stream {
+		res, err = readStream(resp.Body, progress)
+	} else {
+		res, err = readBody(resp.Body)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, true, ctx.Err()
+		}
+		var be *backend.Error
+		if errors.As(err, &be) {
+			return nil, true, be
+		}
+		return nil, false, pool.Retryable("read "+c.path+" response", err)
+	}
+	return res, true, nil
+}
+
+func (c *Client) generation(r *result, maxTokens int) (*conv.Generation, error) {
+	switch r.finish {
+	case "":
+		return nil, &backend.Error{Kind: backend.Retryable, Msg: "response without finish_reason"}
+	case "error":
+		return nil, &backend.Error{Kind: backend.Retryable, Msg: "generation failed: " + r.errMsg}
+	}
+	g := &conv.Generation{
+		Content:          r.content.String(),
+		Reasoning:        r.reasoning.String(),
+		FinishReason:     r.finish,
+		PromptTokens:     r.usage.PromptTokens,
+		CompletionTokens: r.usage.CompletionTokens,
+		MaxTokens:        maxTokens,
+		Model:            c.cfg.Model,
+		OutputIDs:        pool.TrimStop(r.ids, c.cfg.StopTokenIDs...),
+	}
+	if d := r.usage.PromptTokensDetails; d != nil {
+		g.CachedTokens = d.CachedTokens
+	}
+	if g.CompletionTokens == 0 && r.ids != nil {
+		g.CompletionTokens = len(r.ids)
+	}
+	if g.Reasoning == "" {
+		g.Reasoning, g.Content = pool.SplitThink(g.Content, c.cfg.ThinkStart, c.cfg.ThinkEnd)
+	}
+	for _, tc := range r.tools {
+		args := json.RawMessage(tc.args.String())
+		if !json.Valid(args) {
+			// Keep what the model wrote, as a JSON string, rather than lose it.
+			args, _ = json.Marshal(tc.args.String())
+		}
+		g.ToolCalls = append(g.ToolCalls, conv.ToolCall{ID: tc.id, Name: tc.name, Arguments: args})
+	}
+	return g, nil
+}
+
+// redact keeps the API key out of error messages, whatever a server echoes.
+func (c *Client) redact(err error) error {
+	var be *backend.Error
+	if c.cfg.APIKey != "" && errors.As(err, &be) && strings.Contains(be.Msg, c.cfg.APIKey) {
+		cp := *be
+		cp.Msg = strings.ReplaceAll(cp.Msg, c.cfg.APIKey, "[redacted]")
+		return &cp
+	}
+	return err
+}

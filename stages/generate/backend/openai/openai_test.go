@@ -1,0 +1,175 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+)
+
+func serve(t testing.TB, cfg server.Config) string {
+	t.Helper()
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	return hs.URL
+}
+
+func client(t testing.TB, url string, cfg Config) *Client {
+	t.Helper()
+	p, err := pool.New(pool.Config{URLs: []string{url + "/v1"}, Rest: 5 * time.Millisecond, MaxRest: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Pool, cfg.Model = p, "sim"
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// retry sends req until it succeeds or fails for good, as the generate
+// stage's dispatcher would, honouring Retry-After.
+func retry(b backend.Backend, req *backend.Request) (*conv.Generation, error) {
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		g, err := b.Generate(ctx, req)
+		cancel()
+		if err == nil {
+			return g, nil
+		}
+		kind, wait := backend.Classify(err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			kind = backend.Retryable
+		}
+		if kind != backend.Retryable || attempt == 50 {
+			return nil, err
+		}
+		time.Sleep(wait)
+	}
+}
+
+func conversation(i int) []conv.Message {
+	return []conv.Message{
+		{Role: conv.System, Content: "You are terse."},
+		{Role: conv.User, Content: fmt.Sprintf("Question %d: how do rivers form?", i)},
+	}
+}
+
+var faults = server.Faults{Seed: 3, Error500: 0.08, RateLimit: 0.08, InFlight402: 0.04, Drop: 0.04, Hang: 0.02,
+	HangFor: 50 * time.Millisecond, BadJSON: 0.04, Truncate: 0.08, StreamError: 0.08, RetryAfter: time.Millisecond}
+
+func TestClient_Chat_AgainstSimServer(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 5, MeanTokens: 80, Reasoning: 0.3, ToolCallRate: 0.3})
+	tools := []conv.ToolDef{{Name: "search", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	for _, format := range []string{server.ReasoningContent, server.ReasoningField, server.ReasoningInline} {
+		for _, stream := range []bool{false, true} {
+			for _, f := range []server.Faults{{}, faults} {
+				name := fmt.Sprintf("%s/stream=%v/faults=%v", format, stream, f.Seed != 0)
+				t.Run(name, func(t *testing.T) {
+					url := serve(t, server.Config{Model: m, Reasoning: format, Comments: stream, Faults: f})
+					c := client(t, url, Config{Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
+					toolCalls := 0
+					for i := range 30 {
+						req := &backend.Request{Messages: conversation(i), MaxTokens: 120}
+						if i%2 == 0 {
+							req.Tools = tools
+						}
+						g, err := retry(c, req)
+						if err != nil {
+							t.Fatalf("conversation %d: %v", i, err)
+						}
+						want := m.Answer(sim.Prompt{Messages: req.Messages, Tools: req.Tools}, sim.Options{MaxTokens: 120}).Generation("sim", 120)
+						want.PromptTokens = g.PromptTokens
+						if !reflect.DeepEqual(g, want) {
+							t.Fatalf("conversation %d:\n got %+v\nwant %+v", i, g, want)
+						}
+						toolCalls += len(g.ToolCalls)
+					}
+					if toolCalls == 0 {
+						t.Error("no tool calls came back")
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestClient_Completions_TokenIDs(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 6, MeanTokens: 60, Reasoning: 0.3})
+	for _, stream := range []bool{false, true} {
+		url := serve(t, server.Config{Model: m, Faults: faults})
+		c := client(t, url, Config{Completions: true, Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
+		for i := range 30 {
+			ids := []int{7, 8, i}
+			g, err := retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := m.Answer(sim.Prompt{IDs: ids}, sim.Options{MaxTokens: 100}).Generation("sim", 100)
+			if !reflect.DeepEqual(g, want) {
+				t.Fatalf("stream=%v prompt %d:\n got %+v\nwant %+v", stream, i, g, want)
+			}
+		}
+	}
+}
+
+func TestClient_ThinkingOff(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 6, MeanTokens: 60, Reasoning: 0.5})
+	url := serve(t, server.Config{Model: m})
+	c := client(t, url, Config{ChatTemplateKwargs: map[string]any{"enable_thinking": false}})
+	g, err := c.Generate(context.Background(), &backend.Request{Messages: conversation(1), MaxTokens: 500})
+	if err != nil || g.Reasoning != "" || g.Content == "" {
+		t.Fatalf("generation %+v, err %v", g, err)
+	}
+}
+
+func TestClient_APIKeyNeverInErrors(t *testing.T) {
+	const key = "sk-secret-123"
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"code":401,"message":"bad key %s"}}`, r.Header.Get("Authorization"))
+	}))
+	defer hs.Close()
+	c := client(t, hs.URL, Config{APIKey: key})
+	_, err := c.Generate(context.Background(), &backend.Request{Messages: conversation(1), MaxTokens: 5})
+	if err == nil || strings.Contains(err.Error(), key) {
+		t.Fatalf("err %v", err)
+	}
+	if k, _ := backend.Classify(err); k != backend.Fatal {
+		t.Fatalf("kind %v, want fatal", k)
+	}
+}
+
+func BenchmarkClient_Chat_Instant(b *testing.B) {
+	m := sim.New(sim.Config{Seed: 1, MeanTokens: 50})
+	c := client(b, serve(b, server.Config{Model: m}), Config{})
+	b.SetParallelism(64)
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			if _, err := c.Generate(context.Background(), &backend.Request{Messages: conversation(i), MaxTokens: 100}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}

@@ -1,0 +1,183 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
+)
+
+// result accumulates a response, whole or streamed.
+type result struct {
+	content, reasoning strings.Builder
+	tools              []*toolCall
+	ids                []int
+	finish             string
+	errMsg             string
+	usage              usage
+}
+
+type toolCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// message is a chat message or delta, or a completions choice's text.
+// Reasoning arrives as reasoning_content (SGLang, older vLLM) or reasoning
+// (vLLM, OpenRouter).
+type message struct {
+	Content          *string        `json:"content"`
+	ReasoningContent *string        `json:"reasoning_content"`
+	Reasoning        *string        `json:"reasoning"`
+	ToolCalls        []wireToolCall `json:"tool_calls"`
+}
+
+type choice struct {
+	Message      *message `json:"message"`
+	Delta        *message `json:"delta"`
+	Text         *string  `json:"text"`
+	FinishReason *string  `json:"finish_reason"`
+	TokenIDs     []int    `json:"token_ids"`
+}
+
+type body struct {
+	Choices []choice        `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+	Object  string          `json:"object"`
+	Message string          `json:"message"`
+}
+
+func readBody(r io.Reader) (*result, error) {
+	var b body
+	if err := json.NewDecoder(r).Decode(&b); err != nil {
+		return nil, err
+	}
+	res := &result{}
+	if err := res.add(&b); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// readStream folds chat.completion.chunk or text_completion events into a
+// result, reporting progress in tokens: token ids when the server sends
+// them, else one per content event, which is how vLLM and SGLang stream.
+func readStream(r io.Reader, progress func(int)) (*result, error) {
+	res := &result{}
+	events := 0
+	err := pool.Events(r, func(data []byte) error {
+		var b body
+		if err := json.Unmarshal(data, &b); err != nil {
+			return fmt.Errorf("invalid stream event: %w", err)
+		}
+		if err := res.add(&b); err != nil {
+			return err
+		}
+		if len(b.Choices) > 0 {
+			events++
+		}
+		if progress != nil {
+			switch {
+			case res.ids != nil:
+				progress(len(res.ids))
+			case b.Usage != nil && b.Usage.CompletionTokens > 0:
+				progress(b.Usage.CompletionTokens)
+			default:
+				progress(events)
+			}
+		}
+		if res.finish == "error" {
+			return pool.Done
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// add folds one body or event into the result.
+func (res *result) add(b *body) error {
+	if len(b.Error) > 0 && string(b.Error) != "null" || b.Object == "error" {
+		msg := b.Message
+		if msg == "" {
+			msg = pool.Message([]byte(`{"error":` + string(b.Error) + `}`))
+		}
+		// An error inside a 200 body or stream (OpenRouter, vLLM mid-stream):
+		// the work is lost and worth sending again.
+		res.finish, res.errMsg = "error", msg
+		return nil
+	}
+	if b.Usage != nil {
+		res.usage = *b.Usage
+	}
+	for _, ch := range b.Choices {
+		m := ch.Message
+		if m == nil {
+			m = ch.Delta
+		}
+		if ch.Text != nil {
+			res.content.WriteString(*ch.Text)
+		}
+		if m != nil {
+			if err := res.addMessage(m); err != nil {
+				return err
+			}
+		}
+		if ch.TokenIDs != nil {
+			res.ids = append(res.ids, ch.TokenIDs...)
+			if res.ids == nil {
+				res.ids = []int{}
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			res.finish = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+func (res *result) addMessage(m *message) error {
+	if m.Content != nil {
+		res.content.WriteString(*m.Content)
+	}
+	if m.ReasoningContent != nil {
+		res.reasoning.WriteString(*m.ReasoningContent)
+	} else if m.Reasoning != nil {
+		res.reasoning.WriteString(*m.Reasoning)
+	}
+	for i, tc := range m.ToolCalls {
+		idx := i
+		if tc.Index != nil {
+			idx = *tc.Index
+		}
+		if idx < 0 || idx > 1000 {
+			return &backend.Error{Kind: backend.Retryable, Msg: fmt.Sprintf("tool call index %d out of range", idx)}
+		}
+		for len(res.tools) <= idx {
+			res.tools = append(res.tools, &toolCall{})
+		}
+		t := res.tools[idx]
+		if tc.ID != "" {
+			t.id = tc.ID
+		}
+		if tc.Function.Name != "" {
+			t.name = tc.Function.Name
+		}
+		t.args.WriteString(tc.Function.Arguments)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package pool
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+)
+
+func TestStatusError_RealBodies(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		out := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+		kind   backend.Kind
+		wait   time.Duration
+		msg    string
+	}{
+		{"openrouter rate limit", 429, h("Retry-After", "17"),
+			`{"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"temporarily rate-limited upstream","retry_after_seconds":17}}}`,
+			backend.Retryable, 17 * time.Second, "Provider returned error"},
+		{"openrouter in-flight budget", 402, h("Retry-After", "3"),
+			`{"error":{"code":402,"message":"In-flight budget exhausted","metadata":{"limit_source":"openrouter_in_flight_budget","reason":"in_flight_budget_exhausted"}}}`,
+			backend.Retryable, 3 * time.Second, "In-flight budget exhausted"},
+		{"openrouter credits", 402, nil,
+			`{"error":{"code":402,"message":"Insufficient credits. Add more using https://openrouter.ai/credits","metadata":{"limit_source":"openrouter_credits"}}}`,
+			backend.Fatal, 0, "Insufficient credits"},
+		{"openrouter bad key", 401, nil, `{"error":{"code":401,"message":"No auth credentials found"}}`,
+			backend.Fatal, 0, "No auth credentials found"},
+		{"openrouter moderation", 403, nil,
+			`{"error":{"code":403,"message":"Input was flagged","metadata":{"reasons":["violence"],"flagged_input":"..."}}}`,
+			backend.Permanent, 0, "Input was flagged"},
+		{"openrouter no provider", 503, nil, `{"error":{"code":503,"message":"No endpoints found that can handle the request"}}`,
+			backend.Retryable, 0, "No endpoints found"},
+		{"vllm context too long", 400, nil,
+			`{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens","type":"BadRequestError","param":null,"code":400}}`,
+			backend.Permanent, 0, "maximum context length"},
+		{"sglang flat error", 400, nil,
+			`{"object":"error","message":"The input (9000 tokens) is longer than the model's context length (8192 tokens).","type":"BadRequestError","param":null,"code":400}`,
+			backend.Permanent, 0, "longer than the model's context length"},
+		{"sglang generate error", 400, nil, `{"error":{"message":"max_new_tokens must be at least 0"}}`,
+			backend.Permanent, 0, "max_new_tokens"},
+		{"fastapi validation", 422, nil, `{"detail":[{"loc":["body","messages"],"msg":"field required"}]}`,
+			backend.Permanent, 0, "field required"},
+		{"overloaded with date", 503, h("Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), `Service Unavailable`,
+			backend.Retryable, 59 * time.Minute, "Service Unavailable"},
+		{"proxy 502 html", 502, nil, `<html><body>Bad Gateway</body></html>`, backend.Retryable, 0, "Bad Gateway"},
+		{"model not found", 404, nil, `{"error":{"message":"The model does not exist","code":404}}`, backend.Fatal, 0, "does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := StatusError(tc.status, tc.header, []byte(tc.body))
+			if e.Kind != tc.kind || e.Status != tc.status || !strings.Contains(e.Msg, tc.msg) {
+				t.Fatalf("got kind %v status %d msg %q", e.Kind, e.Status, e.Msg)
+			}
+			if e.RetryAfter < tc.wait || tc.wait == 0 && e.RetryAfter != 0 {
+				t.Fatalf("retry after %v, want %v", e.RetryAfter, tc.wait)
+			}
+		})
+	}
+}
+
+func TestEvents(t *testing.T) {
+	stream := ": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\n\n: OPENROUTER PROCESSING\n\nevent: x\ndata: {\"b\":\ndata: 2}\n\ndata: [DONE]\n\n"
+	var got []string
+	if err := Events(strings.NewReader(stream), func(d []byte) error { got = append(got, string(d)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "{\"a\":1}|{\"b\":\n2}" {
+		t.Fatalf("events %q", got)
+	}
+	err := Events(strings.NewReader("data: {\"a\":1}\n\ndata: {\"a\""), func([]byte) error { return nil })
+	if !errors.Is(err, ErrTruncated) {
+		t.Fatalf("cut stream: %v", err)
+	}
+	long := "data: " + strings.Repeat("x", 200<<10) + "\n\ndata: [DONE]\n\n"
+	n := 0
+	if err := Events(strings.NewReader(long), func(d []byte) error { n = len(d); return nil }); err != nil || n != 200<<10 {
+		t.Fatalf("long event: %d bytes, %v", n, err)
+	}
+}
+
+func TestSplitThink(t *testing.T) {
+	for _, tc := range []struct{ in, reasoning, content string }{
+		{"<think>\nhmm\n</think>\n\nAnswer.", "hmm", "Answer."},
+		{"hmm, the prompt opened it</think>Answer.", "hmm, the prompt opened it", "Answer."},
+		{"<think>cut off while thinking", "cut off while thinking", ""},
+		{"Just an answer.", "", "Just an answer."},
+	} {
+		r, c := SplitThink(tc.in, "", "")
+		if r != tc.reasoning || c != tc.content {
+			t.Errorf("SplitThink(%q) = %q, %q", tc.in, r, c)
+		}
+	}
+	if got := TrimStop([]int{5, 6, 2, 2}, 2); len(got) != 2 {
+		t.Errorf("TrimStop = %v", got)
+	}
+}
+
+func TestPool_TakesOutAndProbesBack(t *testing.T) {
+	p, _ := New(Config{URLs: []string{"http://a", "http://b"}, FailAfter: 2, Rest: 20 * time.Millisecond})
+	// Balanced by outstanding requests.
+	u1, _ := p.Acquire()
+	u2, _ := p.Acquire()
+	if u1 == u2 {
+		t.Fatal("two requests went to the same URL while another was idle")
+	}
+	p.Release(u2, true)
+	p.Release(u1, false)
+	for range 2 {
+		u, _ := p.Acquire()
+		if u != u1 {
+			p.Release(u, true)
+			u, _ = p.Acquire()
+		}
+		p.Release(u, false)
+	}
+	if p.Healthy() != 1 {
+		t.Fatalf("%d healthy after repeated failures of one URL", p.Healthy())
+	}
+	for range 5 {
+		u, _ := p.Acquire()
+		if u == u1 {
+			t.Fatal("a URL out of service got traffic before its rest was over")
+		}
+		p.Release(u, true)
+	}
+	time.Sleep(25 * time.Millisecond)
+	probe, _ := p.Acquire()
+	if probe != u1 {
+		t.Fatal("rested URL was not probed")
+	}
+	other, _ := p.Acquire()
+	if other == u1 {
+		t.Fatal("a second request went to a URL being probed")
+	}
+	p.Release(other, true)
+	p.Release(probe, true)
+	if p.Healthy() != 2 {
+		t.Fatal("a successful probe did not bring the URL back")
+	}
+}
+
+func TestPool_AllDown(t *testing.T) {
+	p, _ := New(Config{URLs: []string{"http://a"}, FailAfter: 1, Rest: time.Minute})
+	u, _ := p.Acquire()
+	p.Release(u, false)
+	_, err := p.Acquire()
+	kind, wait := backend.Classify(err)
+	if kind != backend.Retryable || wait < 59*time.Second {
+		t.Fatalf("all down: %v (%v, %v)", err, kind, wait)
+	}
+}
