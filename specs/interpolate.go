@@ -70,7 +70,11 @@ func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]
 		case ok:
 			// Set but empty, with no default: an empty value is what was asked for.
 		default:
-			errs.node(n, "environment variable %s is not set; set it or write ${%s:-default}", name, name)
+			col := n.Column + i
+			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+				col++
+			}
+			errs.at(n.Line, col, "environment variable %s is not set; set it or write ${%s:-default}", name, name)
 		}
 		i += end
 	}

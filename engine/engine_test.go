@@ -1,0 +1,183 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	_ "github.com/eaglet-dev/eaglet/stages/all"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// specTemplate is a small multi-dataset pipeline on the instant simulator;
+// tests replace its {{...}} settings to play spec edits.
+const specTemplate = `version: 1
+name: memo
+state: state.db
+vars: {max_samples: {{cap}}}
+datasets:
+  chat: {source: ` + "{{data}}" + `/chat.jsonl, format: messages, est_completion_tokens: 300}
+  code: {source: ` + "{{data}}" + `/code.jsonl, format: sharegpt}
+endpoints:
+  sim: {api: sim, concurrency: 8, options: {seed: 3, mean_tokens: 120}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: "vars.max_samples", seed: 1}}
+  - {name: generate, uses: generate, needs: [cap], foreach: datasets, concurrency: {{conc}}, with: {endpoint: sim, max_tokens: 400}}
+  - {name: filter, uses: filter, needs: [generate], foreach: datasets, with: {keep: "{{keep}}"}}
+  - {name: merge, uses: merge, needs: [filter], with: {out: train.jsonl, shuffle_seed: 5}}
+`
+
+func writeSpec(t *testing.T, dir string, settings map[string]string) string {
+	t.Helper()
+	data, err := filepath.Abs("../specs/examples/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.ReplaceAll(specTemplate, "{{data}}", data)
+	defaults := map[string]string{"cap": "50", "conc": "4", "keep": "completion_tokens >= 16"}
+	for k, v := range defaults {
+		if s, ok := settings[k]; ok {
+			v = s
+		}
+		body = strings.ReplaceAll(body, "{{"+k+"}}", v)
+	}
+	path := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runSpec(t *testing.T, path string) map[string]*engine.Result {
+	t.Helper()
+	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	store, err := state.Open(p.Spec.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	results, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	out := map[string]*engine.Result{}
+	for _, r := range results {
+		out[r.Node.ID] = r
+	}
+	return out
+}
+
+// processed sums the records each stage processed in a run.
+func processed(results map[string]*engine.Result) map[string]int {
+	out := map[string]int{}
+	for id, r := range results {
+		stage := id
+		if i := strings.IndexByte(id, '['); i >= 0 {
+			stage = id[:i]
+		}
+		out[stage] += r.Processed
+	}
+	return out
+}
+
+func TestRun_Memoization(t *testing.T) {
+	tests := []struct {
+		name string
+		edit map[string]string
+		// want is the number of records each stage processes after the edit.
+		want map[string]int
+	}{
+		{"nothing changed", nil, map[string]int{"generate": 0, "filter": 0, "merge": 0}},
+		{"concurrency changed", map[string]string{"conc": "16"}, map[string]int{"generate": 0, "filter": 0, "merge": 0}},
+		// chat has 140 records and code 110: raising the cap from 50 to 80
+		// adds 30 per dataset and keeps the first 50.
+		{"cap raised", map[string]string{"cap": "80"}, map[string]int{"generate": 60, "filter": 60}},
+		{"filter changed", map[string]string{"keep": "completion_tokens >= 32"}, map[string]int{"generate": 0, "filter": 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first := runSpec(t, writeSpec(t, dir, nil))
+			if got := processed(first); got["generate"] != 100 || got["filter"] != 100 {
+				t.Fatalf("first run processed %v; want 100 generated and filtered", got)
+			}
+			before, err := os.ReadFile(filepath.Join(dir, "train.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := processed(runSpec(t, writeSpec(t, dir, tt.edit)))
+			for stage, want := range tt.want {
+				if got[stage] != want {
+					t.Errorf("after edit, %s processed %d records; want %d (all: %v)", stage, got[stage], want, got)
+				}
+			}
+			if tt.edit == nil || tt.edit["conc"] != "" {
+				after, _ := os.ReadFile(filepath.Join(dir, "train.jsonl"))
+				if !bytes.Equal(before, after) {
+					t.Error("output changed although the spec did not change what is produced")
+				}
+			}
+		})
+	}
+}
+
+func TestRun_LoweredCapKeepsWork(t *testing.T) {
+	dir := t.TempDir()
+	runSpec(t, writeSpec(t, dir, map[string]string{"cap": "80"}))
+	if got := processed(runSpec(t, writeSpec(t, dir, map[string]string{"cap": "50"}))); got["generate"] != 0 {
+		t.Errorf("lowering the cap generated %d records; want 0", got["generate"])
+	}
+	// Raising it again brings back the set-aside answers without generating.
+	if got := processed(runSpec(t, writeSpec(t, dir, map[string]string{"cap": "80"}))); got["generate"] != 0 {
+		t.Errorf("raising the cap back generated %d records; want 0 (answers were kept)", got["generate"])
+	}
+	lines := bytes.Count(mustRead(t, filepath.Join(dir, "train.jsonl")), []byte("\n"))
+	if lines < 150 || lines > 160 {
+		t.Errorf("train.jsonl has %d lines; want the 160 capped records less a few filtered", lines)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPlan_SaysWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	runSpec(t, writeSpec(t, dir, nil))
+	p, err := engine.Load(writeSpec(t, dir, map[string]string{"cap": "80"}), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(p.Spec.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	actions := map[string]string{}
+	for _, s := range p.Plan(store, nil) {
+		actions[s.Node.ID] = s.Action
+	}
+	want := map[string]string{
+		"load[chat]":     "up to date",
+		"cap[chat]":      "will rerun: max_samples 50 -> 80",
+		"generate[chat]": "will run if its input changes",
+	}
+	for id, w := range want {
+		if actions[id] != w {
+			t.Errorf("plan for %s = %q; want %q", id, actions[id], w)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine"
+)
+
+const validBase = `version: 1
+name: v
+vars: {max_samples: 100}
+datasets:
+  a: {source: a.jsonl}
+endpoints:
+  sim: {api: sim}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+`
+
+func TestLoad_ValidationErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		env  map[string]string
+		// want are substrings that must all appear, each naming file:line:col.
+		want []string
+	}{
+		{
+			name: "unknown key with hint",
+			spec: validBase + "  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_sample: 5}}\n",
+			want: []string{`spec.yaml:10:69: unknown key "max_sample" (did you mean "max_samples"?)`},
+		},
+		{
+			name: "unknown top-level key",
+			spec: strings.Replace(validBase, "name: v", "name: v\nstages_: []", 1),
+			want: []string{`spec.yaml:3:1: unknown key "stages_" (did you mean "stages"?)`},
+		},
+		{
+			name: "bad expression with position inside it",
+			spec: validBase + "  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: \"vars.max_samples + datset.est_completion_tokens\"}}\n",
+			want: []string{`spec.yaml:10:102: expression "vars.max_samples + datset.est_completion_tokens": unknown name datset`},
+		},
+		{
+			name: "misspelt var",
+			spec: validBase + "  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: \"vars.max_smaples\"}}\n",
+			want: []string{"spec.yaml:10:", "max_smaples"},
+		},
+		{
+			name: "filter expression of the wrong type",
+			spec: validBase + "  - {name: f, uses: filter, needs: [load], foreach: datasets, with: {keep: \"completion_tokens + 1\"}}\n",
+			want: []string{"spec.yaml:10:", "expected bool"},
+		},
+		{
+			name: "cycle",
+			spec: validBase + "  - {name: x, uses: filter, needs: [y], with: {keep: \"true\"}}\n  - {name: y, uses: filter, needs: [x], with: {keep: \"true\"}}\n",
+			want: []string{"stages form a cycle: x -> y -> x"},
+		},
+		{
+			name: "unknown need with hint",
+			spec: validBase + "  - {name: f, uses: filter, needs: [lod], foreach: datasets, with: {keep: \"true\"}}\n",
+			want: []string{`spec.yaml:10:5: stage f needs unknown stage "lod" (did you mean "load"?)`},
+		},
+		{
+			name: "missing environment variable",
+			spec: strings.Replace(validBase, "source: a.jsonl", "source: \"${DATA_DIR}/a.jsonl\"", 1),
+			want: []string{"spec.yaml:5:16: environment variable DATA_DIR is not set; set it or write ${DATA_DIR:-default}"},
+		},
+		{
+			name: "default used when variable unset",
+			spec: strings.Replace(validBase, "source: a.jsonl", "source: \"${DATA_DIR:-data}/a.jsonl\"", 1) + "  - {name: x, uses: nope}\n",
+			want: []string{`spec.yaml:10:5: stage x: unknown kind "nope"`},
+		},
+		{
+			name: "wrong types",
+			spec: strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, concurrency: many}", 1),
+			want: []string{`spec.yaml:7:32: expected an integer, got "many"`},
+		},
+		{
+			name: "every problem at once",
+			spec: strings.Replace(validBase, "version: 1", "version: 2", 1) + "  - {name: x, uses: filter, needs: [zz], with: {keep: \"1 +\"}}\n",
+			want: []string{"spec.yaml:1:10: spec version 2 is not supported", `needs unknown stage "zz"`, "problems"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "spec.yaml")
+			if err := os.WriteFile(path, []byte(tt.spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := engine.Load(path, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if err == nil {
+				t.Fatal("spec validated; want an error")
+			}
+			msg := strings.ReplaceAll(err.Error(), filepath.Dir(path)+"/", "")
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error does not contain %q:\n%s", w, msg)
+				}
+			}
+		})
+	}
+}
+
+func TestLoad_SecretsNeverPrinted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spec.yaml")
+	spec := strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, api_key: \"${MY_API_KEY}\"}", 1)
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.Load(path, func(k string) (string, bool) { return "sk-very-secret", k == "MY_API_KEY" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Spec.Redact("calling with key sk-very-secret failed"); strings.Contains(got, "sk-very-secret") {
+		t.Errorf("Redact left the secret in %q", got)
+	}
+}
