@@ -25,16 +25,16 @@ type hfAddedToken struct {
 }
 
 type hfModel struct {
-	Type                    string           `json:"type"`
-	Vocab                   map[string]int   `json:"vocab"`
-	Merges                  json.RawMessage  `json:"merges"`
-	UnkToken                *string          `json:"unk_token"`
-	ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string          `json:"end_of_word_suffix"`
-	FuseUnk                 bool             `json:"fuse_unk"`
-	ByteFallback            bool             `json:"byte_fallback"`
-	IgnoreMerges            bool             `json:"ignore_merges"`
-	Dropout                 *float64         `json:"dropout"`
+	Type                    string          `json:"type"`
+	Vocab                   map[string]int  `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+	UnkToken                *string         `json:"unk_token"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	FuseUnk                 bool            `json:"fuse_unk"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	Dropout                 *float64        `json:"dropout"`
 }
 
 // hfComponent is any normalizer, pre-tokenizer, post-processor or decoder:

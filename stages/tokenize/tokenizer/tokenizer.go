@@ -410,3 +410,12 @@ func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 
 // Config returns what tokenizer_config.json said.
 func (t *Tokenizer) Config() Config { return t.config }
+
+// TokenBytes returns the bytes token id stands for in text: for byte-level
+// vocabularies the undone byte mapping, otherwise the token's spelling.
+func (t *Tokenizer) TokenBytes(id int) string {
+	if id < 0 || id >= len(t.raw) {
+		return ""
+	}
+	return t.raw[id]
+}

@@ -1,0 +1,23 @@
+// Adds to each render in ../chat/<template>.json the token ids the Rust
+// Hugging Face tokenizers (npm "tokenizers") gives its text, special
+// tokens not added (templates hold them). See chat.py.
+const fs = require('fs');
+const path = require('path');
+const zlib = require('zlib');
+const { Tokenizer } = require('tokenizers');
+
+async function main(testdata) {
+  const dir = path.join(testdata, 'chat');
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.json') && f !== 'cases.json')) {
+    const file = path.join(dir, f);
+    const v = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const json = zlib.gunzipSync(fs.readFileSync(path.join(testdata, v.model, 'tokenizer.json.gz'))).toString('utf8');
+    const tok = Tokenizer.fromString(json);
+    for (const r of v.renders) {
+      if (r.text !== undefined) r.ids = (await tok.encode(r.text, null, { addSpecialTokens: false })).getIds();
+    }
+    fs.writeFileSync(file, JSON.stringify(v, null, 1));
+    console.log(f, v.renders.length);
+  }
+}
+main(process.argv[2]);
