@@ -4,14 +4,10 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
@@ -51,6 +47,7 @@ type Config struct {
 type Client struct {
 	cfg  Config
 	pool *pool.Pool
+	auth pool.Auth
 	path string
 }
 
@@ -68,7 +65,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ThinkStart == "" {
 		cfg.ThinkStart, cfg.ThinkEnd = pool.ThinkStart, pool.ThinkEnd
 	}
-	c := &Client{cfg: cfg, pool: p, path: "/chat/completions"}
+	c := &Client{cfg: cfg, pool: p, auth: pool.Auth{APIKey: cfg.APIKey, Headers: cfg.Headers}, path: "/chat/completions"}
 	if cfg.Completions {
 		c.path = "/completions"
 	}
@@ -82,14 +79,18 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 	if err != nil {
 		return nil, err
 	}
-	u, err := c.pool.Acquire()
+	var res *result
+	err = c.pool.Post(ctx, c.path, body, c.auth, func(r io.Reader) error {
+		var err error
+		if c.cfg.Stream {
+			res, err = readStream(r, req.Progress)
+		} else {
+			res, err = readBody(r)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	res, healthy, err := c.do(ctx, u.Base+c.path, body, req.Progress)
-	c.pool.Release(u, healthy)
-	if err != nil {
-		return nil, c.redact(err)
 	}
 	return c.generation(res, req.MaxTokens)
 }
@@ -190,50 +191,6 @@ func wireTools(tools []conv.ToolDef) []map[string]any {
 	return out
 }
 
-// do sends one request; healthy says whether the URL behaved.
-func (c *Client) do(ctx context.Context, url string, body []byte, progress func(int)) (*result, bool, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, true, &backend.Error{Kind: backend.Fatal, Msg: "build request: " + err.Error()}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	for k, v := range c.cfg.Headers {
-		hreq.Header.Set(k, v)
-	}
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.pool.Client().Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, true, ctx.Err()
-		}
-		return nil, false, pool.Retryable("post "+c.path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, resp.StatusCode < 500, pool.StatusError(resp.StatusCode, resp.Header, b)
-	}
-	var res *result
-	if c.cfg.Stream {
-		res, err = readStream(resp.Body, progress)
-	} else {
-		res, err = readBody(resp.Body)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, true, ctx.Err()
-		}
-		var be *backend.Error
-		if errors.As(err, &be) {
-			return nil, true, be
-		}
-		return nil, false, pool.Retryable("read "+c.path+" response", err)
-	}
-	return res, true, nil
-}
-
 func (c *Client) generation(r *result, maxTokens int) (*conv.Generation, error) {
 	switch r.finish {
 	case "":
@@ -269,15 +226,4 @@ func (c *Client) generation(r *result, maxTokens int) (*conv.Generation, error) 
 		g.ToolCalls = append(g.ToolCalls, conv.ToolCall{ID: tc.id, Name: tc.name, Arguments: args})
 	}
 	return g, nil
-}
-
-// redact keeps the API key out of error messages, whatever a server echoes.
-func (c *Client) redact(err error) error {
-	var be *backend.Error
-	if c.cfg.APIKey != "" && errors.As(err, &be) && strings.Contains(be.Msg, c.cfg.APIKey) {
-		cp := *be
-		cp.Msg = strings.ReplaceAll(cp.Msg, c.cfg.APIKey, "[redacted]")
-		return &cp
-	}
-	return err
 }

@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,18 +16,8 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
 )
-
-func serve(t testing.TB, cfg server.Config) string {
-	t.Helper()
-	s, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() { hs.Close(); s.Close() })
-	return hs.URL
-}
 
 func client(t testing.TB, url string, cfg Config) *Client {
 	t.Helper()
@@ -42,27 +31,6 @@ func client(t testing.TB, url string, cfg Config) *Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// retry sends req until it succeeds or fails for good, as the generate
-// stage's dispatcher would, honouring Retry-After.
-func retry(b backend.Backend, req *backend.Request) (*conv.Generation, error) {
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		g, err := b.Generate(ctx, req)
-		cancel()
-		if err == nil {
-			return g, nil
-		}
-		kind, wait := backend.Classify(err)
-		if errors.Is(err, context.DeadlineExceeded) {
-			kind = backend.Retryable
-		}
-		if kind != backend.Retryable || attempt == 50 {
-			return nil, err
-		}
-		time.Sleep(wait)
-	}
 }
 
 func conversation(i int) []conv.Message {
@@ -83,7 +51,7 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 			for _, f := range []server.Faults{{}, faults} {
 				name := fmt.Sprintf("%s/stream=%v/faults=%v", format, stream, f.Seed != 0)
 				t.Run(name, func(t *testing.T) {
-					url := serve(t, server.Config{Model: m, Reasoning: format, Comments: stream, Faults: f})
+					url := simtest.Serve(t, server.Config{Model: m, Reasoning: format, Comments: stream, Faults: f})
 					c := client(t, url, Config{Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
 					toolCalls := 0
 					for i := range 30 {
@@ -91,7 +59,7 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 						if i%2 == 0 {
 							req.Tools = tools
 						}
-						g, err := retry(c, req)
+						g, err := simtest.Retry(c, req)
 						if err != nil {
 							t.Fatalf("conversation %d: %v", i, err)
 						}
@@ -114,11 +82,11 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 func TestClient_Completions_TokenIDs(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 6, MeanTokens: 60, Reasoning: 0.3})
 	for _, stream := range []bool{false, true} {
-		url := serve(t, server.Config{Model: m, Faults: faults})
+		url := simtest.Serve(t, server.Config{Model: m, Faults: faults})
 		c := client(t, url, Config{Completions: true, Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
 		for i := range 30 {
 			ids := []int{7, 8, i}
-			g, err := retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
+			g, err := simtest.Retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +100,7 @@ func TestClient_Completions_TokenIDs(t *testing.T) {
 
 func TestClient_ThinkingOff(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 6, MeanTokens: 60, Reasoning: 0.5})
-	url := serve(t, server.Config{Model: m})
+	url := simtest.Serve(t, server.Config{Model: m})
 	c := client(t, url, Config{ChatTemplateKwargs: map[string]any{"enable_thinking": false}})
 	g, err := c.Generate(context.Background(), &backend.Request{Messages: conversation(1), MaxTokens: 500})
 	if err != nil || g.Reasoning != "" || g.Content == "" {
@@ -159,8 +127,8 @@ func TestClient_APIKeyNeverInErrors(t *testing.T) {
 
 func BenchmarkClient_Chat_Instant(b *testing.B) {
 	m := sim.New(sim.Config{Seed: 1, MeanTokens: 50})
-	c := client(b, serve(b, server.Config{Model: m}), Config{})
-	b.SetParallelism(64)
+	c := client(b, simtest.Serve(b, server.Config{Model: m}), Config{})
+	b.SetParallelism(500) // with GOMAXPROCS 2: 1,000 requests in flight
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {

@@ -3,13 +3,10 @@
 package sglang
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/eaglet-dev/eaglet/stages/conv"
@@ -45,6 +42,7 @@ type Config struct {
 type Client struct {
 	cfg  Config
 	pool *pool.Pool
+	auth pool.Auth
 }
 
 var _ backend.Backend = (*Client)(nil)
@@ -61,7 +59,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ThinkStart == "" {
 		cfg.ThinkStart, cfg.ThinkEnd = pool.ThinkStart, pool.ThinkEnd
 	}
-	return &Client{cfg: cfg, pool: p}, nil
+	return &Client{cfg: cfg, pool: p, auth: pool.Auth{APIKey: cfg.APIKey, Headers: cfg.Headers}}, nil
 }
 
 type request struct {
@@ -123,61 +121,20 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 	if err != nil {
 		return nil, &backend.Error{Kind: backend.Permanent, Msg: "encode request: " + err.Error()}
 	}
-	u, err := c.pool.Acquire()
+	var out *response
+	err = c.pool.Post(ctx, "/generate", body, c.auth, func(r io.Reader) error {
+		var err error
+		if c.cfg.Stream {
+			out, err = readStream(r, req.Progress)
+			return err
+		}
+		out = new(response)
+		return json.NewDecoder(r).Decode(out)
+	})
 	if err != nil {
 		return nil, err
 	}
-	out, healthy, err := c.do(ctx, u.Base+"/generate", body, req.Progress)
-	c.pool.Release(u, healthy)
-	if err != nil {
-		return nil, c.redact(err)
-	}
 	return c.generation(out, req.MaxTokens)
-}
-
-// do sends one request; healthy says whether the URL behaved.
-func (c *Client) do(ctx context.Context, url string, body []byte, progress func(int)) (*response, bool, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, true, &backend.Error{Kind: backend.Fatal, Msg: "build request: " + err.Error()}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	for k, v := range c.cfg.Headers {
-		hreq.Header.Set(k, v)
-	}
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.pool.Client().Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, true, ctx.Err()
-		}
-		return nil, false, pool.Retryable("post /generate", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, resp.StatusCode < 500, pool.StatusError(resp.StatusCode, resp.Header, b)
-	}
-	var out *response
-	if c.cfg.Stream {
-		out, err = readStream(resp.Body, progress)
-	} else {
-		out = new(response)
-		err = json.NewDecoder(resp.Body).Decode(out)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, true, ctx.Err()
-		}
-		var be *backend.Error
-		if errors.As(err, &be) {
-			return nil, true, be
-		}
-		return nil, false, pool.Retryable("read /generate response", err)
-	}
-	return out, true, nil
 }
 
 // readStream folds /generate events into one response. SGLang sends the
@@ -256,15 +213,4 @@ func (c *Client) generation(r *response, maxTokens int) (*conv.Generation, error
 	}
 	g.OutputIDs = pool.TrimStop(r.OutputIDs, stop...)
 	return g, nil
-}
-
-// redact keeps the API key out of error messages, whatever a server echoes.
-func (c *Client) redact(err error) error {
-	var be *backend.Error
-	if c.cfg.APIKey != "" && errors.As(err, &be) && strings.Contains(be.Msg, c.cfg.APIKey) {
-		cp := *be
-		cp.Msg = strings.ReplaceAll(cp.Msg, c.cfg.APIKey, "[redacted]")
-		return &cp
-	}
-	return err
 }

@@ -3,7 +3,6 @@ package sglang
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -13,39 +12,8 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
 )
-
-func serve(t testing.TB, cfg server.Config) string {
-	t.Helper()
-	s, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() { hs.Close(); s.Close() })
-	return hs.URL
-}
-
-// retry sends req until it succeeds or fails for good, as the generate
-// stage's dispatcher would, honouring Retry-After.
-func retry(ctx context.Context, b backend.Backend, req *backend.Request) (*conv.Generation, int, error) {
-	for attempt := 1; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		g, err := b.Generate(rctx, req)
-		cancel()
-		if err == nil {
-			return g, attempt, nil
-		}
-		kind, wait := backend.Classify(err)
-		if errors.Is(err, context.DeadlineExceeded) {
-			kind = backend.Retryable
-		}
-		if kind != backend.Retryable || attempt == 50 {
-			return nil, attempt, err
-		}
-		time.Sleep(wait)
-	}
-}
 
 func TestClient_AgainstSimServer(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 9, MeanTokens: 80, Reasoning: 0.3})
@@ -64,7 +32,7 @@ func TestClient_AgainstSimServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Model = m
-			p, err := pool.New(pool.Config{URLs: []string{serve(t, tc.cfg)}, Rest: 5 * time.Millisecond, MaxRest: 20 * time.Millisecond})
+			p, err := pool.New(pool.Config{URLs: []string{simtest.Serve(t, tc.cfg)}, Rest: 5 * time.Millisecond, MaxRest: 20 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +44,7 @@ func TestClient_AgainstSimServer(t *testing.T) {
 				ids := []int{100, 200 + i}
 				var progress int
 				req := &backend.Request{InputIDs: ids, MaxTokens: 150, Progress: func(n int) { progress = n }}
-				g, _, err := retry(context.Background(), c, req)
+				g, err := simtest.Retry(c, req)
 				if err != nil {
 					t.Fatalf("prompt %d: %v", i, err)
 				}
@@ -103,7 +71,7 @@ func TestClient_NeedsTokenIDs(t *testing.T) {
 }
 
 func TestClient_ContextTooLong(t *testing.T) {
-	url := serve(t, server.Config{Model: sim.New(sim.Config{Context: 100})})
+	url := simtest.Serve(t, server.Config{Model: sim.New(sim.Config{Context: 100})})
 	c, _ := New(Config{URLs: []string{url}})
 	_, err := c.Generate(context.Background(), &backend.Request{InputIDs: make([]int, 50), MaxTokens: 80})
 	var be *backend.Error
@@ -114,8 +82,8 @@ func TestClient_ContextTooLong(t *testing.T) {
 
 func BenchmarkClient_Instant(b *testing.B) {
 	m := sim.New(sim.Config{Seed: 1, MeanTokens: 50})
-	c, _ := New(Config{URLs: []string{serve(b, server.Config{Model: m})}})
-	b.SetParallelism(64) // with GOMAXPROCS 2: 128 requests in flight
+	c, _ := New(Config{URLs: []string{simtest.Serve(b, server.Config{Model: m})}})
+	b.SetParallelism(500) // with GOMAXPROCS 2: 1,000 requests in flight
 	var n int64
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0

@@ -1,0 +1,83 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+)
+
+// Auth is what every request of an endpoint carries.
+type Auth struct {
+	// APIKey is sent as a bearer token; it is scrubbed from every error.
+	APIKey  string
+	Headers map[string]string
+}
+
+// Post sends a JSON body to path on the least busy URL and hands a 2xx
+// response to read. Every failure comes back classified: an HTTP status by
+// StatusError, a connection error or a body read fails with a plain error
+// as Retryable, an error read returns as is (a *backend.Error it built),
+// and the context's own error untouched. Connection errors, 5xx and
+// unreadable bodies count against the URL.
+func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, read func(io.Reader) error) error {
+	u, err := p.Acquire()
+	if err != nil {
+		return err
+	}
+	healthy, err := p.post(ctx, u.Base+path, body, auth, read)
+	p.Release(u, healthy)
+	return redact(err, auth.APIKey)
+}
+
+func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, read func(io.Reader) error) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return true, &backend.Error{Kind: backend.Fatal, Msg: "build request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range auth.Headers {
+		req.Header.Set(k, v)
+	}
+	if auth.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+auth.APIKey)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		return false, Retryable("post "+url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode < 500, StatusError(resp.StatusCode, resp.Header, b)
+	}
+	if err := read(resp.Body); err != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		var be *backend.Error
+		if errors.As(err, &be) {
+			return true, be
+		}
+		return false, Retryable("read response of "+url, err)
+	}
+	return true, nil
+}
+
+// redact keeps the API key out of error messages, whatever a server echoes.
+func redact(err error, key string) error {
+	var be *backend.Error
+	if key != "" && errors.As(err, &be) && strings.Contains(be.Msg, key) {
+		cp := *be
+		cp.Msg = strings.ReplaceAll(cp.Msg, key, "[redacted]")
+		return &cp
+	}
+	return err
+}
