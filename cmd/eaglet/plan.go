@@ -98,7 +98,7 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step) {
 		fmt.Fprintf(w, ", $%.2f", dollars)
 	}
 	if disk > 0 {
-		fmt.Fprintf(w, ", %s of output and state", bytes(disk))
+		fmt.Fprintf(w, ", %s of output and state", byteSize(disk))
 	}
 	fmt.Fprintln(w)
 }
@@ -121,7 +121,7 @@ func duration(sec float64) string {
 	return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
 }
 
-func bytes(n int64) string {
+func byteSize(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
