@@ -35,7 +35,7 @@ func TestInspect_ListsEveryProblem(t *testing.T) {
 		"roles      system 1, user 2, assistant 1",
 		"tools      f (1)",
 		"1 tool calls",
-		p + ":2: line is not valid JSON",
+		p + ":2: row is not valid JSON",
 		p + ":3: messages: conversation has no user message",
 		`"content": "again"`,
 	} {

@@ -111,13 +111,13 @@ func withSystem(obj object, m mapping, msgs []conv.Message) ([]conv.Message, *Ro
 // convertMessages converts a JSON list of messages in any vocabulary,
 // ties tool results to their calls and checks the conversation.
 func convertMessages(list json.RawMessage, m mapping) ([]conv.Message, *RowError) {
-	var objs []object
-	if err := json.Unmarshal(list, &objs); err != nil {
-		return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
+	raws, err := decodeMessages(list, m)
+	if err != nil {
+		return nil, err
 	}
-	msgs := make([]conv.Message, 0, len(objs))
-	for i, o := range objs {
-		msg, err := convertMessage(o, m)
+	msgs := make([]conv.Message, 0, len(raws))
+	for i, r := range raws {
+		msg, err := convertMessage(r, m)
 		if err != nil {
 			err.Reason = fmt.Sprintf("message %d: %s", i, err.Reason)
 			return nil, err
@@ -131,10 +131,94 @@ func convertMessages(list json.RawMessage, m mapping) ([]conv.Message, *RowError
 	return msgs, nil
 }
 
-func convertMessage(o object, m mapping) (conv.Message, *RowError) {
+// rawMessage is one message's fields, found under whichever key the
+// dataset uses, before conversion.
+type rawMessage struct {
+	role, content, reasoning, toolCalls, functionCall, toolCallID, toolCallIDs, name json.RawMessage
+}
+
+// wireMessage decodes every usual key of a message in one pass: the fast
+// path, taken when the mapping renames no message field.
+type wireMessage struct {
+	Role             json.RawMessage `json:"role"`
+	From             json.RawMessage `json:"from"`
+	Speaker          json.RawMessage `json:"speaker"`
+	Content          json.RawMessage `json:"content"`
+	Value            json.RawMessage `json:"value"`
+	Text             json.RawMessage `json:"text"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	Thinking         json.RawMessage `json:"thinking"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+	ToolCallID       json.RawMessage `json:"tool_call_id"`
+	ToolCallIDs      json.RawMessage `json:"tool_call_ids"`
+	Name             json.RawMessage `json:"name"`
+}
+
+// messageFields are the mapping names that rename a key inside messages.
+var messageFields = []string{"role", "content", "reasoning", "tool_calls"}
+
+func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
+	mapped := false
+	for _, f := range messageFields {
+		_, ok := m.fields[f]
+		mapped = mapped || ok
+	}
+	if !mapped {
+		var wires []wireMessage
+		if err := json.Unmarshal(list, &wires); err != nil {
+			return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
+		}
+		raws := make([]rawMessage, len(wires))
+		for i, w := range wires {
+			raws[i] = rawMessage{
+				role:         present(w.Role, w.From, w.Speaker),
+				content:      present(w.Content, w.Value, w.Text),
+				reasoning:    present(w.ReasoningContent, w.Reasoning, w.Thinking),
+				toolCalls:    w.ToolCalls,
+				functionCall: w.FunctionCall,
+				toolCallID:   w.ToolCallID,
+				toolCallIDs:  w.ToolCallIDs,
+				name:         w.Name,
+			}
+		}
+		return raws, nil
+	}
+	var objs []object
+	if err := json.Unmarshal(list, &objs); err != nil {
+		return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
+	}
+	raws := make([]rawMessage, len(objs))
+	for i, o := range objs {
+		roleKey, _ := m.key(o, "role")
+		raws[i] = rawMessage{
+			role:         o[roleKey],
+			content:      m.get(o, "content"),
+			reasoning:    m.get(o, "reasoning"),
+			toolCalls:    m.get(o, "tool_calls"),
+			functionCall: o["function_call"],
+			toolCallID:   o["tool_call_id"],
+			toolCallIDs:  o["tool_call_ids"],
+			name:         o["name"],
+		}
+	}
+	return raws, nil
+}
+
+// present returns the first value given that is present and not null.
+func present(vs ...json.RawMessage) json.RawMessage {
+	for _, v := range vs {
+		if len(v) > 0 && string(v) != "null" {
+			return v
+		}
+	}
+	return nil
+}
+
+func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 	var msg conv.Message
-	roleKey, _ := m.key(o, "role")
-	word, ok := str(o[roleKey])
+	word, ok := str(o.role)
 	if !ok || word == "" {
 		return msg, rowErr("unknown role", "no role (looked for %v); name the role key with mapping: {role: KEY}", MappingKeys["role"])
 	}
@@ -142,13 +226,13 @@ func convertMessage(o object, m mapping) (conv.Message, *RowError) {
 	if msg.Role == "" {
 		return msg, rowErr("unknown role", "role %q is not one eaglet knows; map it with mapping: {role.user: %q} (or role.assistant, role.system, role.tool)", word, word)
 	}
-	c, err := parseContent(m.get(o, "content"))
+	c, err := parseContent(o.content)
 	if err != nil {
 		return msg, err
 	}
 	msg.Content, msg.Reasoning = c.text, c.reasoning
 	msg.ToolCalls = c.calls
-	if r, ok := str(m.get(o, "reasoning")); !ok {
+	if r, ok := str(o.reasoning); !ok {
 		return msg, rowErr("bad reasoning", "reasoning is not a string")
 	} else if r != "" {
 		msg.Reasoning = joinNonEmpty(msg.Reasoning, r)
@@ -161,12 +245,12 @@ func convertMessage(o object, m mapping) (conv.Message, *RowError) {
 		}
 		msg.Content, msg.ToolCalls = "", append(msg.ToolCalls, calls...)
 	}
-	calls, err := parseToolCalls(m.get(o, "tool_calls"))
+	calls, err := parseToolCalls(o.toolCalls)
 	if err != nil {
 		return msg, err
 	}
 	msg.ToolCalls = append(msg.ToolCalls, calls...)
-	if fc := o["function_call"]; len(fc) > 0 && string(fc) != "null" {
+	if fc := o.functionCall; len(fc) > 0 && string(fc) != "null" {
 		call, err := parseToolCall(fc)
 		if err != nil {
 			return msg, err
@@ -177,11 +261,11 @@ func convertMessage(o object, m mapping) (conv.Message, *RowError) {
 		msg.Reasoning, msg.Content = splitReasoning(msg.Content)
 	}
 	if msg.Role == conv.Tool {
-		msg.ToolCallID, _ = str(o["tool_call_id"])
+		msg.ToolCallID, _ = str(o.toolCallID)
 		if msg.ToolCallID == "" {
-			msg.ToolCallID = firstID(o["tool_call_ids"])
+			msg.ToolCallID = firstID(o.toolCallIDs)
 		}
-		msg.Name, _ = str(o["name"])
+		msg.Name, _ = str(o.name)
 	}
 	return msg, nil
 }

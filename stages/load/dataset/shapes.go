@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/eaglet-dev/eaglet/stages/conv"
 )
@@ -74,7 +75,7 @@ func detect(raw []byte, m mapping) (*shape, *RowError) {
 	var obj object
 	if len(raw) > 0 && raw[0] == '{' {
 		if err := json.Unmarshal(raw, &obj); err != nil {
-			return nil, rowErr("invalid JSON", "row is not valid JSON: %v", err)
+			return nil, invalidJSON(err)
 		}
 	}
 	for _, s := range Formats {
@@ -127,6 +128,10 @@ func jsonKind(raw []byte) string {
 	return "number"
 }
 
+func invalidJSON(err error) *RowError {
+	return rowErr("invalid JSON", "row is not valid JSON (%v); fix or remove it, or set on_error: skip", err)
+}
+
 func rowErr(kind, format string, args ...any) *RowError {
 	return &RowError{Kind: kind, Reason: fmt.Sprintf(format, args...)}
 }
@@ -138,7 +143,7 @@ func decodeObject(raw []byte, shapeName string) (object, *RowError) {
 	}
 	var obj object
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, rowErr("invalid JSON", "row is not valid JSON: %v", err)
+		return nil, invalidJSON(err)
 	}
 	return obj, nil
 }
@@ -174,9 +179,24 @@ func str(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", true
 	}
+	// Most strings need no unescaping: copy them instead of decoding.
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && plain(raw[1:n-1]) {
+		return string(raw[1 : n-1]), true
+	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// plain reports whether b is the body of a JSON string that decodes to
+// itself: no escapes, no control characters, valid UTF-8.
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
