@@ -1,0 +1,85 @@
+package cap
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/stages/conv"
+)
+
+type sliceInput []*conv.Record
+
+func (s sliceInput) Count() int { return len(s) }
+func (s sliceInput) Each(_ context.Context, fn func(*conv.Record) error) error {
+	for _, r := range s {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type keptOutput struct {
+	kept    []string
+	dropped map[string]int
+}
+
+func (o *keptOutput) Emit(r *conv.Record) error { o.kept = append(o.kept, r.Key); return nil }
+func (o *keptOutput) Keep(r *conv.Record) error { o.kept = append(o.kept, r.Key); return nil }
+func (o *keptOutput) Drop(reason string)        { o.dropped[reason]++ }
+
+func sample(t *testing.T, in sliceInput, n, seed int) *keptOutput {
+	t.Helper()
+	c := &Cap{n: n, opts: &Options{Seed: seed}}
+	out := &keptOutput{dropped: map[string]int{}}
+	if err := c.Run(context.Background(), in, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestCap_LargerCapIsSuperset(t *testing.T) {
+	var in sliceInput
+	for i := range 1000 {
+		in = append(in, &conv.Record{Key: fmt.Sprintf("%032x", i)})
+	}
+	small, large := sample(t, in, 100, 42), sample(t, in, 300, 42)
+	if len(small.kept) != 100 || len(large.kept) != 300 || large.dropped["over max_samples"] != 700 {
+		t.Fatalf("kept %d and %d, dropped %v", len(small.kept), len(large.kept), large.dropped)
+	}
+	inLarge := map[string]bool{}
+	for _, k := range large.kept {
+		inLarge[k] = true
+	}
+	for _, k := range small.kept {
+		if !inLarge[k] {
+			t.Fatalf("record %s is in the 100-sample but not in the 300-sample", k)
+		}
+	}
+	// Not the first N: a sorted dataset must not be sampled from its top.
+	first := 0
+	for _, k := range small.kept {
+		if k < fmt.Sprintf("%032x", 100) {
+			first++
+		}
+	}
+	if first > 30 {
+		t.Errorf("%d of 100 sampled records are among the first 100 of the input; the sample is not spread", first)
+	}
+	if other := sample(t, in, 100, 43); equal(other.kept, small.kept) {
+		t.Error("another seed chose the same sample")
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

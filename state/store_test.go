@@ -1,0 +1,92 @@
+package state
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestStore_Open_NewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(path); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("Open of a newer schema: %v; want ErrNewerSchema", err)
+	}
+}
+
+func TestStore_Lock_NamesHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var le *LockedError
+	if err := b.Lock(); !errors.As(err, &le) || le.PID != os.Getpid() {
+		t.Fatalf("second Lock: %v; want a LockedError naming pid %d", err, os.Getpid())
+	}
+	a.Close()
+	if err := b.Lock(); err != nil {
+		t.Fatalf("Lock after the holder closed: %v", err)
+	}
+}
+
+func TestStore_PendingAndReconcile(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	up := []Item{{Key: "a", OutHash: "ha", Data: []byte(`{}`)}, {Key: "b", OutHash: "hb", Data: []byte(`{}`)}}
+	if err := s.Commit("up", up); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := s.CountPending("down", []string{"up"}, "fp1")
+	if n != 2 {
+		t.Fatalf("pending before any work = %d; want 2", n)
+	}
+	if err := s.Commit("down", []Item{{Key: "a", FP: "fp1", InHash: "ha", OutHash: "x", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.CountPending("down", []string{"up"}, "fp1"); n != 1 {
+		t.Errorf("pending after one outcome = %d; want 1", n)
+	}
+	if n, _ := s.CountPending("down", []string{"up"}, "fp2"); n != 2 {
+		t.Errorf("pending under a new fingerprint = %d; want 2", n)
+	}
+	// Input "a" leaves: its outcome is set aside, then comes back to life.
+	if err := s.Commit("up", []Item{{Key: "a", Status: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reconcile("down", []string{"up"}, "fp1"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.CountOutputs([]string{"down"}); c != 0 {
+		t.Errorf("live outputs after the input left = %d; want 0", c)
+	}
+	if err := s.Commit("up", up[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reconcile("down", []string{"up"}, "fp1"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.CountOutputs([]string{"down"}); c != 1 {
+		t.Errorf("live outputs after the input came back = %d; want 1", c)
+	}
+}
