@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -190,5 +191,46 @@ func TestSplitTurns(t *testing.T) {
 	}
 	if prompt, follow := SplitTurns(prompt); len(prompt) != 1 || follow != nil {
 		t.Errorf("single turn: %+v, %+v", prompt, follow)
+	}
+}
+
+// TestReader_ArrayStreams checks that a large JSON array is read element by
+// element: the line counter never holds much more than one element plus the
+// decoder's read-ahead.
+func TestReader_ArrayStreams(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[\n")
+	row := `{"prompt": "` + strings.Repeat("x", 1000) + `"}`
+	const rows = 8000
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		b.WriteString(row)
+	}
+	b.WriteString("\n]\n")
+	p := writeFile(t, "big.json", b.String())
+	r, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n, most := 0, 0
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if rec.Source.Line != n+1 {
+			t.Fatalf("record %d on line %d, want %d", n, rec.Source.Line, n+1)
+		}
+		most = max(most, cap(r.src.(*docSource).lc.buf))
+	}
+	if n != rows || most > 256<<10 {
+		t.Errorf("read %d rows holding up to %d bytes; want %d rows and under 256 KB for an 8 MB file", n, most, rows)
 	}
 }
