@@ -127,9 +127,9 @@ func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error
 	var lastOrd uint64
 	lastKey := ""
 	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.live = 1 AND u.status = 0
-		AND (u.ord > ? OR (u.ord = ? AND u.key > ?)) ORDER BY u.ord, u.key LIMIT ?`
+		AND (u.ord, u.key) > (?, ?) ORDER BY u.ord, u.key LIMIT ?`
 	for {
-		rows, err := s.r.QueryContext(ctx, q, inst, int64(lastOrd), int64(lastOrd), lastKey, pageSize)
+		rows, err := s.r.QueryContext(ctx, q, inst, int64(lastOrd), lastKey, pageSize)
 		if err != nil {
 			return err
 		}
@@ -198,12 +198,20 @@ func (s *Store) Reconcile(inst string, upstream []string, fp string) error {
 	return tx.Commit()
 }
 
-const upsert = `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated)
-	VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+// upsertSQL inserts n rows in one statement: one cgo call per chunk rather
+// than per row is most of the store's write speed.
+func upsertSQL(n int) string {
+	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated)
+	VALUES ` + rows + `
 	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
 	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
 	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
 	attempts = attempts + 1, updated = excluded.updated`
+}
+
+const chunk = 128
 
 // Commit stores a batch of outcomes of an item stage in one transaction:
 // an outcome and its done mark are the same row, so a crash keeps both or neither.
@@ -220,17 +228,36 @@ func (s *Store) Commit(inst string, items []Item) error {
 }
 
 func putItems(tx *sql.Tx, inst string, items []Item) error {
-	stmt, err := tx.Prepare(upsert)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
 	now := time.Now().UnixNano()
-	for _, it := range items {
-		if _, err := stmt.Exec(inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
-			it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now); err != nil {
-			return fmt.Errorf("commit %s/%s: %w", inst, it.Key, err)
+	var full *sql.Stmt
+	defer func() {
+		if full != nil {
+			full.Close()
 		}
+	}()
+	vals := make([]any, 0, chunk*13)
+	for len(items) > 0 {
+		n := min(len(items), chunk)
+		vals = vals[:0]
+		for _, it := range items[:n] {
+			vals = append(vals, inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
+				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now)
+		}
+		var err error
+		if n == chunk {
+			if full == nil {
+				if full, err = tx.Prepare(upsertSQL(chunk)); err != nil {
+					return err
+				}
+			}
+			_, err = full.Exec(vals...)
+		} else {
+			_, err = tx.Exec(upsertSQL(n), vals...)
+		}
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", inst, err)
+		}
+		items = items[n:]
 	}
 	return nil
 }

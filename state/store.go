@@ -50,6 +50,8 @@ var migrations = []string{
 		updated  INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (instance, key)
 	) WITHOUT ROWID;`,
+	// Ordered outputs (merge's shuffle) are read page by page in ord order.
+	`CREATE INDEX items_ord ON items (instance, ord, key);`,
 }
 
 // SchemaVersion is the schema this binary writes.
