@@ -8,6 +8,8 @@ import (
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/openai"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/sglang"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/simapi"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
 )
@@ -38,6 +40,33 @@ type SimOptions struct {
 	Speed float64 `yaml:"speed"`
 }
 
+// SGLangOptions are the `options:` of an `api: sglang` endpoint (native /generate).
+type SGLangOptions struct {
+	Stream bool `yaml:"stream"`
+	// SamplingParams are extra sampling_params sent with every request.
+	SamplingParams map[string]any `yaml:"sampling_params"`
+	// StopTokenIDs are end-of-turn ids trimmed from recorded output ids.
+	StopTokenIDs []int  `yaml:"stop_token_ids"`
+	ThinkStart   string `yaml:"think_start"`
+	ThinkEnd     string `yaml:"think_end"`
+}
+
+// OpenAIOptions are the `options:` of an `api: openai` endpoint (vLLM,
+// SGLang, OpenRouter).
+type OpenAIOptions struct {
+	// Completions sends token ids to /v1/completions instead of chat.
+	Completions    bool `yaml:"completions"`
+	Stream         bool `yaml:"stream"`
+	ReturnTokenIDs bool `yaml:"return_token_ids"`
+	// ChatTemplateKwargs toggles thinking: enable_thinking (Qwen), thinking (Kimi, DeepSeek).
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
+	// Extra fields merged into every request body (reasoning, provider, ...).
+	Extra        map[string]any `yaml:"extra"`
+	StopTokenIDs []int          `yaml:"stop_token_ids"`
+	ThinkStart   string         `yaml:"think_start"`
+	ThinkEnd     string         `yaml:"think_end"`
+}
+
 func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 	e := &endpoint{spec: ep, concurrency: ep.Concurrency, meanTokens: 1000}
 	if e.concurrency == 0 {
@@ -59,8 +88,33 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 		c := m.Config()
 		e.meanTokens = c.MeanTokens
 		e.identity = fmt.Sprintf("sim|%s|%+v", name, c)
+	case "sglang":
+		var o SGLangOptions
+		if err := spec.Decode(ep.Options, &o); err != nil {
+			return nil, err
+		}
+		c, err := sglang.New(sglang.Config{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
+			Stream: o.Stream, SamplingParams: o.SamplingParams, StopTokenIDs: o.StopTokenIDs, ThinkStart: o.ThinkStart, ThinkEnd: o.ThinkEnd})
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
+		}
+		e.be = c
+		e.identity = fmt.Sprintf("sglang|%s|%v", ep.Model, o.SamplingParams)
+	case "openai":
+		var o OpenAIOptions
+		if err := spec.Decode(ep.Options, &o); err != nil {
+			return nil, err
+		}
+		c, err := openai.New(openai.Config{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
+			Completions: o.Completions, Stream: o.Stream, ReturnTokenIDs: o.ReturnTokenIDs, ChatTemplateKwargs: o.ChatTemplateKwargs,
+			Extra: o.Extra, StopTokenIDs: o.StopTokenIDs, ThinkStart: o.ThinkStart, ThinkEnd: o.ThinkEnd})
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
+		}
+		e.be = c
+		e.identity = fmt.Sprintf("openai|%s|%t|%v|%v", ep.Model, o.Completions, o.ChatTemplateKwargs, o.Extra)
 	default:
-		return nil, fmt.Errorf("endpoint %s: api %s is not available in this build", ep.Name, ep.API)
+		return nil, fmt.Errorf("endpoint %s: api %q is not supported", ep.Name, ep.API)
 	}
 	e.slots = make(chan struct{}, e.concurrency)
 	return e, nil
