@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Config is what tokenizer_config.json says about special tokens and chat
@@ -19,6 +20,9 @@ type Config struct {
 	// named one when the file gives a list ("default", "tool_use", ...).
 	ChatTemplate  string
 	ChatTemplates map[string]string
+	// AddedTokens maps each special token of added_tokens_decoder to its
+	// id: the special tokens of a tiktoken model such as Kimi-K2.
+	AddedTokens map[string]int
 }
 
 type hfConfig struct {
@@ -29,6 +33,10 @@ type hfConfig struct {
 	AddBOSToken  *bool           `json:"add_bos_token"`
 	AddEOSToken  *bool           `json:"add_eos_token"`
 	ChatTemplate json.RawMessage `json:"chat_template"`
+	AddedTokens  map[string]struct {
+		Content string `json:"content"`
+		Special bool   `json:"special"`
+	} `json:"added_tokens_decoder"`
 }
 
 // parseConfig decodes tokenizer_config.json.
@@ -49,6 +57,18 @@ func parseConfig(data []byte) (Config, error) {
 		}
 	}
 	c.AddBOSToken, c.AddEOSToken = h.AddBOSToken, h.AddEOSToken
+	for key, a := range h.AddedTokens {
+		id, err := strconv.Atoi(key)
+		if err != nil {
+			return Config{}, fmt.Errorf("added_tokens_decoder: id %q is not a number", key)
+		}
+		if a.Special {
+			if c.AddedTokens == nil {
+				c.AddedTokens = map[string]int{}
+			}
+			c.AddedTokens[a.Content] = id
+		}
+	}
 	if isNull(h.ChatTemplate) {
 		return c, nil
 	}

@@ -23,7 +23,7 @@ type vector struct {
 const testdata = "../testdata"
 
 // conformanceModels are the directories of testdata with reference vectors.
-var conformanceModels = []string{"qwen3", "llama3", "deepseek_v3", "llama2", "gpt4o"}
+var conformanceModels = []string{"qwen3", "llama3", "deepseek_v3", "llama2", "gpt4o", "o200k"}
 
 var (
 	loadedMu sync.Mutex
