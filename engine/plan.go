@@ -131,6 +131,21 @@ func (p *Pipeline) planNode(n *Node, store *state.Store, steps map[*Node]*Step, 
 			s.Action = "will finish: last run stopped early"
 		}
 	}
+	if !s.Run {
+		// Up to date: report what is stored, not what was predicted.
+		if c, err := store.CountOutputs([]string{n.ID}); err == nil {
+			s.Estimate.Records, s.Estimate.Exact = c, true
+		}
+		if counts, err := store.Counts(n.ID); err == nil && s.Mapper {
+			s.Estimate.PromptTokens, s.Estimate.CompletionTokens = 0, 0
+			for _, c := range counts {
+				if c.Status == int(stages.Done) {
+					s.Estimate.PromptTokens += c.PromptTokens
+					s.Estimate.CompletionTokens += c.CompletionTokens
+				}
+			}
+		}
+	}
 	return s
 }
 

@@ -15,11 +15,7 @@ func runGraph(_ context.Context, env *cmdEnv, args []string) error {
 	fs := newFlags(env, "graph", "[--format mermaid|dot] [--instances] SPEC", "Prints the stage DAG; --instances shows one node per stage and dataset.")
 	format := fs.String("format", "mermaid", "mermaid or dot")
 	instances := fs.Bool("instances", false, "one node per stage instance (stage x dataset)")
-	path, err := parseSpecArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	p, err := loadPipeline(env, path)
+	p, err := specFromArgs(env, fs, args)
 	if err != nil {
 		return err
 	}

@@ -17,17 +17,13 @@ func runReset(_ context.Context, env *cmdEnv, args []string) error {
 		"Deletes the stored results of a stage instance and of every instance that depends on it,\nso the next run redoes them. Files written by merge are left in place.")
 	stage := fs.String("stage", "", "the stage to forget (required)")
 	dataset := fs.String("dataset", "", "only this dataset's instance")
-	path, err := parseSpecArgs(fs, args)
+	p, err := specFromArgs(env, fs, args)
 	if err != nil {
 		return err
 	}
 	if *stage == "" {
 		fs.Usage()
 		return &exitError{code: exitUsage, err: errors.New("--stage is required")}
-	}
-	p, err := loadPipeline(env, path)
-	if err != nil {
-		return err
 	}
 	nodes, err := p.Select(*stage, *dataset, true)
 	if err != nil {

@@ -21,16 +21,12 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	dataset := fs.String("dataset", "", "with --stage: only this dataset's instance")
 	force := fs.Bool("force", false, "with --stage: redo the stage even if up to date, then what depends on it")
 	progress := fs.String("progress", "auto", "auto, live (redrawn table) or lines (timestamped lines)")
-	path, err := parseSpecArgs(fs, args)
+	p, err := specFromArgs(env, fs, args)
 	if err != nil {
 		return err
 	}
 	if (*dataset != "" || *force) && *stage == "" {
 		return &exitError{code: exitUsage, err: errors.New("--dataset and --force need --stage")}
-	}
-	p, err := loadPipeline(env, path)
-	if err != nil {
-		return err
 	}
 	opts := engine.RunOptions{Log: env.stderr, Live: *progress == "live" || (*progress == "auto" && isTerminal(env.stderr))}
 	if *stage != "" {

@@ -77,6 +77,15 @@ func loadPipeline(env *cmdEnv, path string) (*engine.Pipeline, error) {
 	return p, nil
 }
 
+// specFromArgs parses a command's flags and arguments and loads its spec.
+func specFromArgs(env *cmdEnv, fs *flag.FlagSet, args []string) (*engine.Pipeline, error) {
+	path, err := parseSpecArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	return loadPipeline(env, path)
+}
+
 // openExisting opens the pipeline's store if a run has created it, else nil.
 func openExisting(p *engine.Pipeline) (*state.Store, error) {
 	if !state.Exists(p.Spec.State) {

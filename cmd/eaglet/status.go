@@ -39,11 +39,7 @@ type instanceStatus struct {
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 	fs := newFlags(env, "status", "[--json] SPEC", "Shows what the state store holds for each stage instance.")
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	path, err := parseSpecArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	p, err := loadPipeline(env, path)
+	p, err := specFromArgs(env, fs, args)
 	if err != nil {
 		return err
 	}

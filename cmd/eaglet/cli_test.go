@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// quickSpec writes an instant version of the quickstart into a temp dir.
+func quickSpec(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("../../specs/examples/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := filepath.Abs("../../specs/examples/data")
+	spec := strings.ReplaceAll(string(src), "source: data/", "source: "+data+"/")
+	spec = strings.ReplaceAll(spec, "speed: 4000", "speed: 0")
+	path := filepath.Join(t.TempDir(), "q.yaml")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func eaglet(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	env := &cmdEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(string) string { return "" }, lookupEnv: func(string) (string, bool) { return "", false }}
+	code = runMain(env, args)
+	return code, out.String(), errb.String()
+}
+
+func TestCLI_Lifecycle(t *testing.T) {
+	spec := quickSpec(t)
+	steps := []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{[]string{"validate", spec}, exitOK, "ok (3 datasets, 5 stages, 13 instances)"},
+		{[]string{"status", spec}, exitOK, "has not run yet"},
+		{[]string{"plan", "--detailed-exitcode", spec}, exitChanges, "generate[code]"},
+		{[]string{"run", "--stage", "cap", spec}, exitOK, "6 instances ran"},
+		{[]string{"plan", spec}, exitOK, "cap[chat]        120 "},
+		{[]string{"run", spec}, exitOK, "7 instances ran, 6 were up to date"},
+		{[]string{"run", spec}, exitOK, "everything is up to date (13 instances)"},
+		{[]string{"plan", "--detailed-exitcode", spec}, exitOK, "everything is up to date"},
+		{[]string{"run", "--stage", "filter", "--dataset", "chat", "--force", spec}, exitOK, "filter[chat]: finished"},
+		{[]string{"reset", "--stage", "generate", "--dataset", "tools", spec}, exitOK, "forgot filter[tools]"},
+		{[]string{"plan", spec}, exitOK, "generate[tools]  ~70      -           10.5k"},
+		{[]string{"graph", spec}, exitOK, "cap --> generate"},
+		{[]string{"graph", "--format", "dot", "--instances", spec}, exitOK, `"generate[chat]" -> "filter[chat]";`},
+		{[]string{"run", "--dataset", "chat", spec}, exitUsage, "--dataset and --force need --stage"},
+		{[]string{"run", "--stage", "nope", spec}, exitUsage, `no stage "nope"`},
+	}
+	for _, s := range steps {
+		code, out, errOut := eaglet(s.args...)
+		if code != s.code || !strings.Contains(out+errOut, s.contains) {
+			t.Fatalf("eaglet %s: exit %d, want %d with %q in output:\n%s%s", strings.Join(s.args, " "), code, s.code, s.contains, out, errOut)
+		}
+	}
+	code, out, _ := eaglet("status", "--json", spec)
+	var st struct {
+		Instances []instanceStatus `json:"instances"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("status --json: exit %d, output %s", code, out)
+	}
+	for _, in := range st.Instances {
+		if in.Instance == "cap[chat]" && (in.Done != 120 || in.Dropped != 20 || in.Reasons["dropped: over max_samples"] != 20) {
+			t.Errorf("status of cap[chat] = %+v; want 120 done, 20 dropped over max_samples", in)
+		}
+		if in.Instance == "generate[tools]" && in.State != "not run" {
+			t.Errorf("generate[tools] is %q after reset; want not run", in.State)
+		}
+	}
+}
+
+func TestCLI_InvalidSpec(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(path, []byte("version: 1\nname: x\nstagez: []\n"), 0o644)
+	code, _, errOut := eaglet("validate", path)
+	if code != exitSpec {
+		t.Errorf("exit %d; want %d", code, exitSpec)
+	}
+	for _, want := range []string{path + `:3:1: unknown key "stagez" (did you mean "stages"?)`, "no stages", "2 problems"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("missing %q in:\n%s", want, errOut)
+		}
+	}
+}
