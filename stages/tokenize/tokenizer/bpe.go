@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
 	"hash/maphash"
 	"strings"
@@ -161,7 +160,9 @@ func (m *bpe) mergeSmall(ids []int32) []int32 {
 
 // mergeLarge is mergeSmall in O(n log n) for long pieces (a run of one
 // character class can be megabytes): a heap of candidate pairs over a linked
-// list, stale candidates skipped when popped.
+// list. A candidate is only its rank and position, packed in a uint64 that
+// orders as the merge order does; a popped candidate whose pair no longer
+// has that rank is stale and skipped.
 func (m *bpe) mergeLarge(ids []int32) []int32 {
 	n := len(ids)
 	next := make([]int32, n)
@@ -170,34 +171,37 @@ func (m *bpe) mergeLarge(ids []int32) []int32 {
 		next[i], prev[i] = int32(i+1), int32(i-1)
 	}
 	next[n-1] = -1
-	h := make(pairHeap, 0, n)
+	h := candidates(make([]uint64, 0, n))
 	push := func(p int32) {
 		if p < 0 || next[p] < 0 {
 			return
 		}
-		q := next[p]
-		if mg := m.rank(ids[p], ids[q]); mg.rank != noRank {
-			h = append(h, candidate{merge: mg, pos: p, left: ids[p], right: ids[q]})
-			heap.Fix(&h, len(h)-1)
+		if mg := m.rank(ids[p], ids[next[p]]); mg.rank != noRank {
+			h.push(uint64(mg.rank)<<32 | uint64(p))
 		}
 	}
 	for i := range n - 1 {
 		push(int32(i))
 	}
 	for len(h) > 0 {
-		c := heap.Pop(&h).(candidate)
-		q := next[c.pos]
-		if ids[c.pos] != c.left || q < 0 || ids[q] != c.right {
+		c := h.pop()
+		p := int32(uint32(c))
+		q := next[p]
+		if ids[p] < 0 || q < 0 {
 			continue
 		}
-		ids[c.pos] = c.id
-		ids[q] = -1
-		next[c.pos] = next[q]
-		if next[q] >= 0 {
-			prev[next[q]] = c.pos
+		mg := m.rank(ids[p], ids[q])
+		if mg.rank != int32(c>>32) {
+			continue
 		}
-		push(prev[c.pos])
-		push(c.pos)
+		ids[p] = mg.id
+		ids[q] = -1
+		next[p] = next[q]
+		if next[q] >= 0 {
+			prev[next[q]] = p
+		}
+		push(prev[p])
+		push(p)
 	}
 	out := ids[:0]
 	for i := int32(0); i >= 0; i = next[i] {
@@ -206,27 +210,45 @@ func (m *bpe) mergeLarge(ids []int32) []int32 {
 	return out
 }
 
-type candidate struct {
-	merge
-	pos, left, right int32
-}
+// candidates is a binary min-heap of rank<<32|position keys, written out
+// rather than used through container/heap, whose interface boxes values.
+type candidates []uint64
 
-type pairHeap []candidate
-
-func (h pairHeap) Len() int { return len(h) }
-func (h pairHeap) Less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
+func (h *candidates) push(c uint64) {
+	*h = append(*h, c)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p] <= a[i] {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
 	}
-	return h[i].pos < h[j].pos
 }
-func (h pairHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *pairHeap) Push(x any)   { *h = append(*h, x.(candidate)) }
-func (h *pairHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *candidates) pop() uint64 {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < len(a) && a[l] < a[small] {
+			small = l
+		}
+		if r := l + 1; r < len(a) && a[r] < a[small] {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		a[i], a[small] = a[small], a[i]
+		i = small
+	}
+	*h = a
+	return top
 }
 
 // pieceCache remembers the encoding of recent pieces. It is sharded so
