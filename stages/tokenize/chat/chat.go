@@ -19,6 +19,7 @@ import (
 // for concurrent use.
 type Template struct {
 	tmpl *jinja.Template
+	src  string
 	tok  *tokenizer.Tokenizer
 	vars map[string]jinja.Value
 	ends []string // end-of-turn token strings, longest first
@@ -80,9 +81,9 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 	}
 	tmpl, err := jinja.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("chat template: %w", err)
+		return nil, templateError(src, err)
 	}
-	t := &Template{tmpl: tmpl, tok: tok, vars: map[string]jinja.Value{}}
+	t := &Template{tmpl: tmpl, src: src, tok: tok, vars: map[string]jinja.Value{}}
 	for name, s := range map[string]string{"bos_token": cfg.BOSToken, "eos_token": cfg.EOSToken, "pad_token": cfg.PadToken, "unk_token": cfg.UnkToken} {
 		if s != "" {
 			t.vars[name] = jinja.NewString(s)
@@ -139,7 +140,7 @@ func (t *Template) Render(messages []conv.Message, tools []conv.ToolDef, addGene
 	data["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
 	out, err := t.tmpl.RenderValues(data)
 	if err != nil {
-		return "", fmt.Errorf("chat template: %w", err)
+		return "", templateError(t.src, err)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,14 +203,23 @@ func TestNew_Errors(t *testing.T) {
 	if _, err := New(tok); err != ErrNoTemplate {
 		t.Errorf("New without template: %v, want ErrNoTemplate", err)
 	}
-	if _, err := New(tok, WithSource("{% for x in %}")); err == nil {
-		t.Error("New with a broken template: no error")
+	_, err := New(tok, WithSource("hello\n{% for m in messages %}\n{{ m.content }}\n"))
+	var te *TemplateError
+	if !errors.As(err, &te) || te.Line != 2 {
+		t.Errorf("unclosed for: %v, want a TemplateError on line 2", err)
 	}
-	tmpl, err := New(tok, WithSource(`{{ raise_exception("nope") }}`))
+	tmpl, err := New(tok, WithSource("a\n\n{{ raise_exception(\"nope\") }}"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tmpl.Render(nil, nil, false); err == nil || !strings.Contains(err.Error(), "nope") {
-		t.Errorf("raise_exception: %v", err)
+	if _, err := tmpl.Render(nil, nil, false); !errors.As(err, &te) || te.Line != 3 || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("raise_exception: %v, want a TemplateError on line 3", err)
+	}
+	tmpl, err = New(tok, WithSource("a\n{{ messages[0].content.nothing() }}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmpl.Render([]conv.Message{{Role: "user", Content: "x"}}, nil, false); !errors.As(err, &te) || te.Line != 2 {
+		t.Errorf("calling a non-callable: %v, want a TemplateError on line 2", err)
 	}
 }

@@ -11,7 +11,8 @@ type hfFile struct {
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Decoder       json.RawMessage `json:"decoder"`
-	Model         hfModel         `json:"model"`
+	// Model is decoded once its type is known to be supported.
+	Model json.RawMessage `json:"model"`
 }
 
 type hfAddedToken struct {

@@ -131,7 +131,20 @@ func fromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, err
 	}
-	if err := checkModel(&f.Model); err != nil {
+	var kind struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(f.Model, &kind); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if kind.Type != "BPE" && kind.Type != "" {
+		return nil, fmt.Errorf("model: unsupported type %q (only BPE)", kind.Type)
+	}
+	var model hfModel
+	if err := json.Unmarshal(f.Model, &model); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := checkModel(&model); err != nil {
 		return nil, err
 	}
 	t := &Tokenizer{config: cfg}
@@ -156,7 +169,7 @@ func fromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 		return nil, err
 	}
 	size := 0
-	for _, id := range f.Model.Vocab {
+	for _, id := range model.Vocab {
 		size = max(size, id+1)
 	}
 	for _, a := range f.AddedTokens {
@@ -168,7 +181,7 @@ func fromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	t.tokens = make([]string, size)
 	t.raw = make([]string, size)
 	t.special = make([]bool, size)
-	t.ids = f.Model.Vocab
+	t.ids = model.Vocab
 	// The merge table and the id tables are independent; building them
 	// at once cuts load time by about a third on two cores.
 	var mergeErr error
@@ -176,11 +189,11 @@ func fromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	go func() {
 		defer close(done)
 		var merges [][2]string
-		if merges, mergeErr = parseMerges(f.Model.Merges); mergeErr == nil {
-			t.model, mergeErr = buildBPE(&f.Model, merges, byteLevel)
+		if merges, mergeErr = parseMerges(model.Merges); mergeErr == nil {
+			t.model, mergeErr = buildBPE(&model, merges, byteLevel)
 		}
 	}()
-	for tok, id := range f.Model.Vocab {
+	for tok, id := range model.Vocab {
 		t.setToken(id, tok, byteLevel)
 	}
 	<-done
