@@ -1,9 +1,6 @@
 package tokenizer
 
 import (
-	"compress/gzip"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,16 +11,7 @@ import (
 // benchDocs splits the mixed corpus (testdata/bench, see gen/corpus.py)
 // into documents of about 4 KiB at line ends, as gen/bench.js does.
 func benchDocs(b testing.TB) ([]string, int) {
-	f, err := os.Open(filepath.Join(testdata, "bench", "corpus.txt.gz"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
+	data, err := readGz(filepath.Join(testdata, "bench", "corpus.txt.gz"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package tokenizer
 
 import (
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -46,21 +44,21 @@ func loadModel(t testing.TB, name string) *Tokenizer {
 	return tk
 }
 
-func readVectors(t *testing.T, name string) []vector {
+// readGzJSON decodes a gzip-compressed JSON file of testdata.
+func readGzJSON(t *testing.T, path string, v any) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testdata, name, "vectors.json.gz"))
+	data, err := readGz(filepath.Join(testdata, path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+func readVectors(t *testing.T, name string) []vector {
 	var vs []vector
-	if err := json.NewDecoder(zr).Decode(&vs); err != nil {
-		t.Fatal(err)
-	}
+	readGzJSON(t, filepath.Join(name, "vectors.json.gz"), &vs)
 	return vs
 }
 

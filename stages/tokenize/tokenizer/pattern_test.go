@@ -1,9 +1,6 @@
 package tokenizer
 
 import (
-	"compress/gzip"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,22 +10,11 @@ import (
 // with Python's regex module over the conformance texts (gen/splits.py).
 func TestScanners_MatchBacktrackingRegex(t *testing.T) {
 	fillBMPClass()
-	f, err := os.Open(filepath.Join(testdata, "pretok", "splits.json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ref struct {
 		Texts  []string              `json:"texts"`
 		Splits map[string][][]string `json:"splits"`
 	}
-	if err := json.NewDecoder(zr).Decode(&ref); err != nil {
-		t.Fatal(err)
-	}
+	readGzJSON(t, filepath.Join("pretok", "splits.json.gz"), &ref)
 	patterns := map[string]string{"gpt2": patGPT2, "cl100k": patCL100K, "qwen2": patQwen2, "o200k": patO200K,
 		"kimi_k2": patKimiK2, "deepseek_cjk": patDSCJK, "deepseek_main": patDSMain}
 	for name, pat := range patterns {
