@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -98,12 +99,27 @@ var pathological = []struct{ name, unit string }{
 	{"mixed-word", "ab"},
 }
 
-// BenchmarkLoad loads Qwen3's tokenizer (151,669 tokens) from its gzip file.
+// BenchmarkLoad loads Qwen3's tokenizer (151,669 tokens) from its gzip
+// file and, as model directories hold it, uncompressed.
 func BenchmarkLoad(b *testing.B) {
-	for b.Loop() {
-		if _, err := Load(filepath.Join(testdata, "qwen3")); err != nil {
+	plain := b.TempDir()
+	for _, f := range []string{fileTokenizer, fileConfig} {
+		data, err := readGz(filepath.Join(testdata, "qwen3", f+".gz"))
+		if err != nil {
 			b.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(plain, f), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for name, dir := range map[string]string{"gzip": filepath.Join(testdata, "qwen3"), "plain": plain} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Load(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

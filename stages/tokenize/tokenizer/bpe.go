@@ -302,6 +302,9 @@ func (c *pieceCache) put(s string, ids []int32) {
 
 // checkModel rejects BPE settings this package does not implement.
 func checkModel(mod *hfModel) error {
+	if mod.Type != "BPE" && mod.Type != "" {
+		return fmt.Errorf("model: unsupported type %q (only BPE)", mod.Type)
+	}
 	if mod.Dropout != nil && *mod.Dropout != 0 {
 		return fmt.Errorf("model BPE: unsupported dropout %v", *mod.Dropout)
 	}

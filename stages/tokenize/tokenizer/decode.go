@@ -11,14 +11,18 @@ import (
 // strings on its way back to text.
 type decodeStep func(tokens []string) []string
 
-// byteLevelChars maps GPT-2's printable stand-ins back to the bytes they
-// encode; byteLevelRunes is the forward mapping.
+// byteLevelChars maps GPT-2's printable stand-ins (all below U+0144) back
+// to the bytes they encode, -1 for runes that stand for none;
+// byteLevelRunes is the forward mapping.
 var (
-	byteLevelChars = map[rune]byte{}
+	byteLevelChars [0x144]int16
 	byteLevelRunes [256]rune
 )
 
 func init() {
+	for i := range byteLevelChars {
+		byteLevelChars[i] = -1
+	}
 	n := rune(0)
 	for b := 0; b < 256; b++ {
 		r := rune(b)
@@ -27,7 +31,7 @@ func init() {
 			n++
 		}
 		byteLevelRunes[b] = r
-		byteLevelChars[r] = byte(b)
+		byteLevelChars[r] = int16(b)
 	}
 }
 
@@ -35,13 +39,13 @@ func init() {
 // a rune outside the mapping (an added token like <｜User｜>) stands for its
 // own UTF-8, as HF's ByteLevel decoder treats it.
 func unByteLevel(tok string) (string, bool) {
-	b := make([]byte, 0, len(tok))
+	var buf [64]byte
+	b := buf[:0]
 	for _, r := range tok {
-		c, ok := byteLevelChars[r]
-		if !ok {
+		if r >= rune(len(byteLevelChars)) || byteLevelChars[r] < 0 {
 			return tok, false
 		}
-		b = append(b, c)
+		b = append(b, byte(byteLevelChars[r]))
 	}
 	return string(b), true
 }

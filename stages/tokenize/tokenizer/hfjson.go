@@ -11,8 +11,7 @@ type hfFile struct {
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Decoder       json.RawMessage `json:"decoder"`
-	// Model is decoded once its type is known to be supported.
-	Model json.RawMessage `json:"model"`
+	Model         hfModel         `json:"model"`
 }
 
 type hfAddedToken struct {
@@ -26,8 +25,11 @@ type hfAddedToken struct {
 }
 
 type hfModel struct {
-	Type                    string          `json:"type"`
-	Vocab                   map[string]int  `json:"vocab"`
+	Type string `json:"type"`
+	// RawVocab is read by parseVocab into Vocab once the type is known
+	// to be BPE (other models spell their vocabulary differently).
+	RawVocab                json.RawMessage `json:"vocab"`
+	Vocab                   map[string]int  `json:"-"`
 	Merges                  json.RawMessage `json:"merges"`
 	UnkToken                *string         `json:"unk_token"`
 	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
