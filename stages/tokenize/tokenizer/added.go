@@ -75,12 +75,12 @@ func (m *addedMatcher) longest(s string, i int) (*addedToken, int) {
 	return best, end
 }
 
-// split walks s, calling text for the runs between added tokens and token
-// for each token found, honouring single_word, lstrip and rstrip as HF's
-// AddedVocabulary::find_matches does.
-func (m *addedMatcher) split(s string, text func(string), token func(*addedToken)) {
+// split walks s, calling text for the runs between added tokens (with
+// whether the run starts s) and token for each token found, honouring
+// single_word, lstrip and rstrip as HF's AddedVocabulary::find_matches does.
+func (m *addedMatcher) split(s string, text func(string, bool), token func(*addedToken)) {
 	if m == nil {
-		text(s)
+		text(s, true)
 		return
 	}
 	done := 0
@@ -106,13 +106,13 @@ func (m *addedMatcher) split(s string, text func(string), token func(*addedToken
 			stop = len(s) - len(strings.TrimLeftFunc(s[stop:], unicode.IsSpace))
 		}
 		if start > done {
-			text(s[done:start])
+			text(s[done:start], done == 0)
 		}
 		token(t)
 		done, i = stop, stop
 	}
 	if done < len(s) {
-		text(s[done:])
+		text(s[done:], done == 0)
 	}
 }
 

@@ -65,8 +65,8 @@ type hfComponent struct {
 	Split            *bool  `json:"split"`
 	Start            int    `json:"start"`
 	Stop             int    `json:"stop"`
-	Left             bool   `json:"left"`
-	Right            bool   `json:"right"`
+	Left             bool   `json:"strip_left"`
+	Right            bool   `json:"strip_right"`
 
 	Single        []hfTemplatePiece            `json:"single"`
 	SpecialTokens map[string]hfTemplateSpecial `json:"special_tokens"`

@@ -9,8 +9,10 @@ import (
 
 // A preTokenizer cuts a normalized segment into the pieces the model
 // encodes one at a time, calling emit for each non-empty piece in order.
+// atStart says the segment begins the input text (Metaspace's "first"
+// scheme prepends only there); emit passes it on for its first piece.
 type preTokenizer interface {
-	split(s string, emit func(string))
+	split(s string, atStart bool, emit func(piece string, atStart bool))
 }
 
 // splitBehavior says what a Split does with the pattern's matches.
@@ -40,12 +42,17 @@ type splitter struct {
 	invert   bool
 }
 
-func (p splitter) split(s string, emit func(string)) {
+func (p splitter) split(s string, atStart bool, emit func(string, bool)) {
+	out := func(start, end int) {
+		if end > start {
+			emit(s[start:end], atStart && start == 0)
+		}
+	}
 	// pending is a span not yet emitted because a later segment may join it.
 	pStart, pEnd, pMatch, have := 0, 0, false, false
 	flush := func() {
-		if have && pEnd > pStart {
-			emit(s[pStart:pEnd])
+		if have {
+			out(pStart, pEnd)
 		}
 		have = false
 	}
@@ -58,10 +65,10 @@ func (p splitter) split(s string, emit func(string)) {
 		}
 		switch p.behavior {
 		case isolated:
-			emit(s[start:end])
+			out(start, end)
 		case removed:
 			if !match {
-				emit(s[start:end])
+				out(start, end)
 			}
 		case mergedWithPrevious:
 			if match && !pMatch && have {
@@ -72,7 +79,7 @@ func (p splitter) split(s string, emit func(string)) {
 			pStart, pEnd, pMatch, have = start, end, match, true
 		case mergedWithNext:
 			if have && pMatch && !match {
-				emit(s[pStart:end])
+				out(pStart, end)
 				have = false
 				return
 			}
@@ -80,7 +87,7 @@ func (p splitter) split(s string, emit func(string)) {
 			if match {
 				pStart, pEnd, pMatch, have = start, end, match, true
 			} else {
-				emit(s[start:end])
+				out(start, end)
 			}
 		case contiguous:
 			if have && match == pMatch {
@@ -108,12 +115,12 @@ func (p splitter) split(s string, emit func(string)) {
 // sequence runs pre-tokenizers in order, each on the pieces of the last.
 type sequence []preTokenizer
 
-func (q sequence) split(s string, emit func(string)) {
+func (q sequence) split(s string, atStart bool, emit func(string, bool)) {
 	if len(q) == 0 {
-		emit(s)
+		emit(s, atStart)
 		return
 	}
-	q[0].split(s, func(piece string) { q[1:].split(piece, emit) })
+	q[0].split(s, atStart, func(piece string, first bool) { q[1:].split(piece, first, emit) })
 }
 
 // byteLevelPre is the ByteLevel pre-tokenizer. The byte-to-unicode mapping
@@ -124,15 +131,15 @@ type byteLevelPre struct {
 	useRegex       bool
 }
 
-func (b byteLevelPre) split(s string, emit func(string)) {
+func (b byteLevelPre) split(s string, atStart bool, emit func(string, bool)) {
 	if b.addPrefixSpace && !strings.HasPrefix(s, " ") {
 		s = " " + s
 	}
 	if !b.useRegex {
-		emit(s)
+		emit(s, atStart)
 		return
 	}
-	splitter{pattern: scanner(scanGPT2)}.split(s, emit)
+	splitter{pattern: scanner(scanGPT2)}.split(s, atStart, emit)
 }
 
 // metaspacePre replaces spaces with the replacement rune, prepends one as
@@ -143,16 +150,16 @@ type metaspacePre struct {
 	splitAt     bool
 }
 
-func (m metaspacePre) split(s string, emit func(string)) {
+func (m metaspacePre) split(s string, atStart bool, emit func(string, bool)) {
 	s = strings.ReplaceAll(s, " ", m.replacement)
-	if m.prepend != "never" && !strings.HasPrefix(s, m.replacement) {
+	if (m.prepend == "always" || m.prepend == "first" && atStart) && !strings.HasPrefix(s, m.replacement) {
 		s = m.replacement + s
 	}
 	if !m.splitAt {
-		emit(s)
+		emit(s, atStart)
 		return
 	}
-	splitter{pattern: literalFinder(m.replacement), behavior: mergedWithNext}.split(s, emit)
+	splitter{pattern: literalFinder(m.replacement), behavior: mergedWithNext}.split(s, atStart, emit)
 }
 
 // numericScanner matches one (individual) or a run of Unicode numerics, as

@@ -47,7 +47,6 @@ const (
 // chat_template.jinja. path may also name the tokenizer.json file itself,
 // or a tiktoken rank file (see LoadTiktoken).
 func Load(path string) (*Tokenizer, error) {
-	fillBMPClass()
 	dir, file := path, ""
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		dir, file = filepath.Dir(path), path
@@ -130,6 +129,7 @@ func readGz(path string) ([]byte, error) {
 
 // fromJSON builds a tokenizer from the contents of a tokenizer.json.
 func fromJSON(data []byte, cfg Config) (*Tokenizer, error) {
+	fillBMPClass()
 	var f hfFile
 	err := json.Unmarshal(data, &f)
 	if err != nil {
@@ -333,12 +333,12 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
 	if addSpecial {
 		out = append(out, t.prefix...)
 	}
-	t.added.split(text, func(seg string) {
+	t.added.split(text, func(seg string, atStart bool) {
 		if t.normalize != nil {
 			seg = t.normalize(seg)
 		}
-		t.addedNorm.split(seg, func(s string) {
-			t.pre.split(s, func(piece string) { out = t.model.encode(piece, out) })
+		t.addedNorm.split(seg, func(s string, first bool) {
+			t.pre.split(s, atStart && first, func(piece string, _ bool) { out = t.model.encode(piece, out) })
 		}, func(a *addedToken) { out = append(out, a.id) })
 	}, func(a *addedToken) { out = append(out, a.id) })
 	if addSpecial {
