@@ -303,12 +303,16 @@ func (t *Template) maskTokens(text string, ids []int, spans [][2]int) ([]int, er
 }
 
 // tokenBounds returns each token's byte range in text when the tokens'
-// bytes concatenate to exactly text.
+// bytes concatenate to exactly text, allowing for the space SentencePiece
+// tokenizers put before each run of text (their "▁" prefix).
 func (t *Template) tokenBounds(text string, ids []int) ([][2]int, bool) {
 	bounds := make([][2]int, len(ids))
 	at := 0
 	for i, id := range ids {
 		b := t.tok.TokenBytes(id)
+		if !strings.HasPrefix(text[at:], b) && strings.HasPrefix(b, " ") {
+			b = b[1:]
+		}
 		if !strings.HasPrefix(text[at:], b) {
 			return nil, false
 		}

@@ -92,20 +92,17 @@ func loadTemplate(t *testing.T, model, source string) *Template {
 // up as transformers sets it up, and the Rust tokenizers (gen/chat.py).
 func TestRender_MatchesJinja2(t *testing.T) {
 	all := cases(t)
-	date, err := os.ReadFile(filepath.Join(testdata, "chat", "date.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"qwen3", "llama3", "deepseek_v3", "date"} {
+	for _, name := range []string{"qwen3", "llama3", "deepseek_v3", "date", "gemma3"} {
 		t.Run(name, func(t *testing.T) {
 			var file struct {
 				Model   string   `json:"model"`
 				Renders []render `json:"renders"`
 			}
 			readJSON(t, filepath.Join(testdata, "chat", name+".json"), &file)
+			// Templates not in the model's own config are files of testdata/chat.
 			source := ""
-			if name == "date" {
-				source = string(date)
+			if data, err := os.ReadFile(filepath.Join(testdata, "chat", name+".jinja")); err == nil {
+				source = string(data)
 			}
 			tmpl := loadTemplate(t, file.Model, source)
 			for _, r := range file.Renders {
@@ -155,22 +152,25 @@ func maskedRuns(tmpl *Template, enc *Encoded) []string {
 
 func TestEncode_LossMask(t *testing.T) {
 	all := cases(t)
+	// A Llama 2 style template: SentencePiece tokens, "▁" and byte fallback.
+	const llama2 = "{{ bos_token }}{% for m in messages %}{% if m.role == 'user' %}[INST] {{ m.content }} [/INST]{% elif m.role == 'assistant' %} {{ m.content }} {{ eos_token }}{% endif %}{% endfor %}"
 	tests := []struct {
-		model, caseName string
-		want            []string
+		model, caseName, source string
+		want                    []string
 	}{
-		{"qwen3", "system_user_assistant", []string{"<think>\n\n</think>\n\n7<|im_end|>"}},
-		{"qwen3", "multi_turn", []string{"Paris.<|im_end|>", "<think>\n\n</think>\n\nTokyo (東京).<|im_end|>"}},
-		{"qwen3", "reasoning", []string{"<think>\nTry small primes. 91/7 = 13.\n</think>\n\nNo: 91 = 7 × 13.<|im_end|>"}},
-		{"qwen3", "reasoning_multi_turn", []string{"42.<|im_end|>", "<think>\n42 * 2 = 84.\n</think>\n\n84.<|im_end|>"}},
-		{"qwen3", "tools", []string{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"z\": 1, \"city\": \"Zürich\", \"days\": 2, \"threshold\": 2.5, \"ratio\": 1.0}}\n</tool_call><|im_end|>", "<think>\n\n</think>\n\nClear, 21 °C.<|im_end|>"}},
-		{"llama3", "multi_turn", []string{"Paris.<|eot_id|>", "Tokyo (東京).<|eot_id|>"}},
-		{"deepseek_v3", "multi_turn", []string{"Paris.<｜end▁of▁sentence｜>", "Tokyo (東京).<｜end▁of▁sentence｜>"}},
-		{"qwen3", "single_user", nil},
+		{"llama2", "multi_turn", llama2, []string{"Paris. </s>", "Tokyo (東京). </s>"}},
+		{"qwen3", "system_user_assistant", "", []string{"<think>\n\n</think>\n\n7<|im_end|>"}},
+		{"qwen3", "multi_turn", "", []string{"Paris.<|im_end|>", "<think>\n\n</think>\n\nTokyo (東京).<|im_end|>"}},
+		{"qwen3", "reasoning", "", []string{"<think>\nTry small primes. 91/7 = 13.\n</think>\n\nNo: 91 = 7 × 13.<|im_end|>"}},
+		{"qwen3", "reasoning_multi_turn", "", []string{"42.<|im_end|>", "<think>\n42 * 2 = 84.\n</think>\n\n84.<|im_end|>"}},
+		{"qwen3", "tools", "", []string{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"z\": 1, \"city\": \"Zürich\", \"days\": 2, \"threshold\": 2.5, \"ratio\": 1.0}}\n</tool_call><|im_end|>", "<think>\n\n</think>\n\nClear, 21 °C.<|im_end|>"}},
+		{"llama3", "multi_turn", "", []string{"Paris.<|eot_id|>", "Tokyo (東京).<|eot_id|>"}},
+		{"deepseek_v3", "multi_turn", "", []string{"Paris.<｜end▁of▁sentence｜>", "Tokyo (東京).<｜end▁of▁sentence｜>"}},
+		{"qwen3", "single_user", "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model+"/"+tt.caseName, func(t *testing.T) {
-			tmpl := loadTemplate(t, tt.model, "")
+			tmpl := loadTemplate(t, tt.model, tt.source)
 			c := all[tt.caseName]
 			enc, err := tmpl.Encode(c.Messages, c.Tools, false)
 			if err != nil {

@@ -50,8 +50,16 @@ func unByteLevel(tok string) (string, bool) {
 	return string(b), true
 }
 
-// buildDecoder builds the decoder chain; byteLevel reports a ByteLevel step.
-func buildDecoder(raw json.RawMessage, byteLevel *bool) ([]decodeStep, error) {
+// decoderInfo is what the chain tells about single tokens: whether it is
+// byte-level, and which replacements (old, new, ...) spell a token as text,
+// as "▁" becomes " " in SentencePiece vocabularies.
+type decoderInfo struct {
+	byteLevel    bool
+	replacements []string
+}
+
+// buildDecoder builds the decoder chain.
+func buildDecoder(raw json.RawMessage, info *decoderInfo) ([]decodeStep, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -63,7 +71,7 @@ func buildDecoder(raw json.RawMessage, byteLevel *bool) ([]decodeStep, error) {
 	case "Sequence":
 		var steps []decodeStep
 		for _, r := range c.Decoders {
-			s, err := buildDecoder(r, byteLevel)
+			s, err := buildDecoder(r, info)
 			if err != nil {
 				return nil, err
 			}
@@ -71,13 +79,14 @@ func buildDecoder(raw json.RawMessage, byteLevel *bool) ([]decodeStep, error) {
 		}
 		return steps, nil
 	case "ByteLevel":
-		*byteLevel = true
+		info.byteLevel = true
 		return nil, nil
 	case "Replace":
 		if c.Pattern.String == nil {
 			return nil, fmt.Errorf("decoder Replace: only String patterns are supported")
 		}
 		old, with := *c.Pattern.String, c.Content
+		info.replacements = append(info.replacements, old, with)
 		return []decodeStep{func(toks []string) []string {
 			for i, t := range toks {
 				toks[i] = strings.ReplaceAll(t, old, with)
@@ -104,6 +113,7 @@ func buildDecoder(raw json.RawMessage, byteLevel *bool) ([]decodeStep, error) {
 		}}, nil
 	case "Metaspace":
 		rep := c.Replacement
+		info.replacements = append(info.replacements, rep, " ")
 		prepend := c.PrependScheme != "never" && (c.PrependScheme != "" || c.AddPrefixSpace)
 		return []decodeStep{func(toks []string) []string {
 			for i, t := range toks {

@@ -29,7 +29,8 @@ type Tokenizer struct {
 	decoders   []decodeStep
 	byteDecode bool     // decode by concatenating raw token bytes
 	tokens     []string // id -> token as the vocabulary spells it
-	raw        []string // id -> the bytes it decodes to (byte-level)
+	raw        []string // id -> the bytes it stands for on its own
+	spell      *strings.Replacer
 	special    []bool   // id -> is a special added token
 	ids        map[string]int
 	config     Config
@@ -150,15 +151,16 @@ func fromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	if t.pre, err = buildPreTokenizer(f.PreTokenizer, &byteLevel); err != nil {
 		return nil, err
 	}
-	byteDecode := false
-	if t.decoders, err = buildDecoder(f.Decoder, &byteDecode); err != nil {
+	var dec decoderInfo
+	if t.decoders, err = buildDecoder(f.Decoder, &dec); err != nil {
 		return nil, err
 	}
-	t.byteDecode = byteDecode && len(t.decoders) == 0
-	if byteDecode && !t.byteDecode {
+	t.byteDecode = dec.byteLevel && len(t.decoders) == 0
+	if dec.byteLevel && !t.byteDecode {
 		return nil, fmt.Errorf("decoder: ByteLevel combined with other decoders is not supported")
 	}
-	byteLevel = byteLevel || byteDecode
+	byteLevel = byteLevel || dec.byteLevel
+	t.spell = strings.NewReplacer(dec.replacements...)
 	if t.prefix, t.suffix, err = buildPost(f.PostProcessor); err != nil {
 		return nil, err
 	}
@@ -215,9 +217,13 @@ func fromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 
 func (t *Tokenizer) setToken(id int, tok string, byteLevel bool) {
 	t.tokens[id] = tok
-	t.raw[id] = tok
-	if byteLevel {
+	switch b, ok := fallbackByte(tok); {
+	case byteLevel:
 		t.raw[id], _ = unByteLevel(tok)
+	case ok:
+		t.raw[id] = string([]byte{b})
+	default:
+		t.raw[id] = t.spell.Replace(tok)
 	}
 }
 
@@ -402,8 +408,10 @@ func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 // Config returns what tokenizer_config.json said.
 func (t *Tokenizer) Config() Config { return t.config }
 
-// TokenBytes returns the bytes token id stands for in text: for byte-level
-// vocabularies the undone byte mapping, otherwise the token's spelling.
+// TokenBytes returns the bytes token id stands for on its own: for
+// byte-level vocabularies the undone byte mapping, for <0xXX> byte-fallback
+// tokens their byte, otherwise the spelling with the decoder's
+// replacements (SentencePiece's "▁" as " ").
 func (t *Tokenizer) TokenBytes(id int) string {
 	if id < 0 || id >= len(t.raw) {
 		return ""

