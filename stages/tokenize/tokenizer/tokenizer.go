@@ -31,7 +31,7 @@ type Tokenizer struct {
 	tokens     []string // id -> token as the vocabulary spells it
 	raw        []string // id -> the bytes it stands for on its own
 	spell      *strings.Replacer
-	special    []bool   // id -> is a special added token
+	special    []bool // id -> is a special added token
 	ids        map[string]int
 	config     Config
 }
