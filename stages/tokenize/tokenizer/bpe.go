@@ -36,16 +36,21 @@ func (m *bpe) encode(piece string, out []int) []int {
 	if piece == "" {
 		return out
 	}
-	if ids, ok := m.cache.get(piece); ok {
-		for _, id := range ids {
-			out = append(out, int(id))
-		}
-		return out
+	// Most pieces are one byte or a whole token: answer those before the
+	// cache, whose lookup costs a hash, a lock and a map access.
+	if len(piece) == 1 && m.byteLevel && m.byteIDs[piece[0]] >= 0 {
+		return append(out, int(m.byteIDs[piece[0]]))
 	}
 	if m.ignoreMerges {
 		if id, ok := m.vocab[piece]; ok {
 			return append(out, int(id))
 		}
+	}
+	if ids, ok := m.cache.get(piece); ok {
+		for _, id := range ids {
+			out = append(out, int(id))
+		}
+		return out
 	}
 	var buf [64]int32
 	ids := m.symbols(piece, buf[:0])
