@@ -65,31 +65,37 @@ func readVectors(t *testing.T, name string) []vector {
 func TestConformance(t *testing.T) {
 	for _, name := range conformanceModels {
 		t.Run(name, func(t *testing.T) {
-			tk := loadModel(t, name)
-			fails := 0
-			for i, v := range readVectors(t, name) {
-				b, err := base64.StdEncoding.DecodeString(v.Text)
-				if err != nil {
-					t.Fatal(err)
-				}
-				text := string(b)
-				if got := tk.Encode(text, false); !slices.Equal(got, v.IDs) {
-					t.Errorf("vector %d %q:\n got %v\nwant %v", i, text, got, v.IDs)
-					fails++
-				}
-				if got := tk.Encode(text, true); !slices.Equal(got, v.IDsSpecial) {
-					t.Errorf("vector %d %q with special tokens:\n got %v\nwant %v", i, text, got, v.IDsSpecial)
-					fails++
-				}
-				if got := tk.Decode(v.IDs); got != v.Decoded {
-					t.Errorf("vector %d: Decode = %q, want %q", i, got, v.Decoded)
-					fails++
-				}
-				if fails > 10 {
-					t.Fatal("too many failures")
-				}
-			}
+			checkVectors(t, loadModel(t, name), readVectors(t, name))
 		})
+	}
+}
+
+// checkVectors compares encodings (with and without special tokens) and
+// decodes with the reference's.
+func checkVectors(t *testing.T, tk *Tokenizer, vs []vector) {
+	t.Helper()
+	fails := 0
+	for i, v := range vs {
+		b, err := base64.StdEncoding.DecodeString(v.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if got := tk.Encode(text, false); !slices.Equal(got, v.IDs) {
+			t.Errorf("vector %d %q:\n got %v\nwant %v", i, text, got, v.IDs)
+			fails++
+		}
+		if got := tk.Encode(text, true); !slices.Equal(got, v.IDsSpecial) {
+			t.Errorf("vector %d %q with special tokens:\n got %v\nwant %v", i, text, got, v.IDsSpecial)
+			fails++
+		}
+		if got := tk.Decode(v.IDs); got != v.Decoded {
+			t.Errorf("vector %d: Decode = %q, want %q", i, got, v.Decoded)
+			fails++
+		}
+		if fails > 10 {
+			t.Fatal("too many failures")
+		}
 	}
 }
 

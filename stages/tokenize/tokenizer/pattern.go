@@ -238,16 +238,8 @@ func casedWord(s string, q int, upper, lower, not uint16) int {
 		j += w
 	}
 	// U* stopped at j; W+ can go on from there when s[j] is lower.
-	if c, w := classAt(s, j); w > 0 && c&lower != 0 && c&not == 0 {
-		j += w
-		for {
-			c, w := classAt(s, j)
-			if w == 0 || c&lower == 0 || c&not != 0 {
-				break
-			}
-			j += w
-		}
-		return j - q + contraction(s, j, true)
+	if n := span(s, j, lower, not); n > 0 {
+		return j + n - q + contraction(s, j+n, true)
 	}
 	// Otherwise U* gives back runes until the last lower one inside its run.
 	if lastW < 0 {
@@ -258,24 +250,11 @@ func casedWord(s string, q int, upper, lower, not uint16) int {
 
 // capitalWord matches U+W*C? at s[q:].
 func capitalWord(s string, q int, upper, lower, not uint16) int {
-	j := q
-	for {
-		c, w := classAt(s, j)
-		if w == 0 || c&upper == 0 || c&not != 0 {
-			break
-		}
-		j += w
-	}
+	j := q + span(s, q, upper, not)
 	if j == q {
 		return 0
 	}
-	for {
-		c, w := classAt(s, j)
-		if w == 0 || c&lower == 0 || c&not != 0 {
-			break
-		}
-		j += w
-	}
+	j += span(s, j, lower, not)
 	return j - q + contraction(s, j, true)
 }
 
