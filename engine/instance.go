@@ -7,6 +7,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // Concurrenter is implemented by stages whose natural concurrency is not the
@@ -28,7 +29,7 @@ type prepared struct {
 
 // prepare resolves a node's instance-level expressions against what is
 // known of its input and builds its stage.
-func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, logf func(string, ...any), dry bool) (*prepared, error) {
+func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, logf func(string, ...any), dry bool, store *state.Store) (*prepared, error) {
 	spec := p.Spec
 	env := spec.Env(n.Dataset, in)
 	opts := cloneOptions(n.Stage.Options)
@@ -43,6 +44,9 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	}
 	inst := &stages.Instance{ID: n.ID, Stage: n.Stage.Spec, Dataset: n.Dataset, Spec: spec, Options: opts,
 		Log: logf, Shared: shared, DryRun: dry}
+	if store != nil {
+		inst.Usage = func(ids []string) (stages.Usage, error) { return usage(store, ids) }
+	}
 	st, err := n.Stage.Kind.New(inst)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n.ID, err)
@@ -77,4 +81,23 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 		conc = v
 	}
 	return &prepared{node: n, inst: inst, stage: st, fp: fp, config: config, concurrency: max(conc, 1)}, nil
+}
+
+// usage adds up the live, done outcomes of instances.
+func usage(store *state.Store, ids []string) (stages.Usage, error) {
+	var u stages.Usage
+	for _, id := range ids {
+		counts, err := store.Counts(id)
+		if err != nil {
+			return u, err
+		}
+		for _, c := range counts {
+			if c.Status == int(stages.Done) {
+				u.Records += int64(c.N)
+				u.PromptTokens += c.PromptTokens
+				u.CompletionTokens += c.CompletionTokens
+			}
+		}
+	}
+	return u, nil
 }

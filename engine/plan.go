@@ -70,7 +70,7 @@ func (p *Pipeline) planNode(n *Node, store *state.Store, steps map[*Node]*Step, 
 		s.Run, s.Action = true, "blocked: an earlier stage has a problem"
 		return s
 	}
-	pr, err := p.prepare(n, specs.InputInfo{Records: in.Records}, shared, func(string, ...any) {}, true)
+	pr, err := p.prepare(n, specs.InputInfo{Records: in.Records}, shared, func(string, ...any) {}, true, store)
 	if err != nil {
 		s.Err, s.Run, s.Action = err, true, "error: "+p.Spec.Redact(err.Error())
 		return s

@@ -147,7 +147,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	if err != nil {
 		return r.fail(n, err)
 	}
-	pr, err := r.p.prepare(n, specs.InputInfo{Records: count}, r.shared, r.prog.logger(n), false)
+	pr, err := r.p.prepare(n, specs.InputInfo{Records: count}, r.shared, r.prog.logger(n), false, r.store)
 	if err != nil {
 		return r.fail(n, err)
 	}

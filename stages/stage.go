@@ -50,6 +50,17 @@ type Instance struct {
 	Shared *Shared
 	// DryRun is set when the stage is built only to plan.
 	DryRun bool
+	// Usage reports what the live outcomes of the given instances have
+	// used so far (for budgets that carry over between runs); nil when
+	// nothing has run.
+	Usage func(ids []string) (Usage, error)
+}
+
+// Usage is what stored outcomes have consumed.
+type Usage struct {
+	Records          int64
+	PromptTokens     int64
+	CompletionTokens int64
 }
 
 // Stage is implemented by exactly one of Mapper and Batch.

@@ -136,3 +136,24 @@ func (e *endpoint) generate(ctx context.Context, req *backend.Request, timeout t
 	}
 	return gen, err
 }
+
+// limits turns budget options (already resolved) into limits priced with
+// this endpoint's prices.
+func (e *endpoint) limits(o *BudgetOptions) []*limit {
+	var out []*limit
+	zero := func(int) float64 { return 0 }
+	if !o.CompletionTokens.IsZero() {
+		out = append(out, &limit{name: "completion_tokens", max: o.CompletionTokens.Float(), fixed: zero, perToken: 1})
+	}
+	if !o.TotalTokens.IsZero() {
+		out = append(out, &limit{name: "total_tokens", max: o.TotalTokens.Float(), fixed: func(p int) float64 { return float64(p) }, perToken: 1})
+	}
+	if !o.Samples.IsZero() {
+		out = append(out, &limit{name: "samples", max: o.Samples.Float(), fixed: zero})
+	}
+	if !o.Dollars.IsZero() && e.spec.Price != nil {
+		in, outp := e.spec.Price.Input/1e6, e.spec.Price.Output/1e6
+		out = append(out, &limit{name: "dollars", max: o.Dollars.Float(), fixed: func(p int) float64 { return float64(p) * in }, perToken: outp})
+	}
+	return out
+}

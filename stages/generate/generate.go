@@ -4,7 +4,9 @@ package generate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -40,6 +42,9 @@ type Options struct {
 	Retries *int `yaml:"retries" fp:"-"`
 	// Timeout bounds one request, as a Go duration ("10m"; default 30m).
 	Timeout string `yaml:"timeout" fp:"-"`
+	// Budget stops sending requests before a limit is crossed; records not
+	// sent are skipped (budget) and sent by a later run with a larger budget.
+	Budget *BudgetOptions `yaml:"budget" fp:"-"`
 }
 
 const defaultMaxTokens = 4096
@@ -63,6 +68,14 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: timeout %q is not a duration like 90s or 10m", st.Name, opts.Timeout)}
 		}
 	}
+	if b := opts.Budget; b != nil {
+		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
+			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: budget scope %q; use dataset or stage", st.Name, b.Scope)}
+		}
+		if !b.Dollars.IsZero() && spec.Endpoint(opts.Endpoint).Price == nil {
+			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: a dollars budget needs `price:` on endpoint %s", st.Name, opts.Endpoint)}
+		}
+	}
 	if _, err := newEndpoint(spec, spec.Endpoint(opts.Endpoint)); err != nil {
 		return &specs.Error{Pos: spec.Endpoint(opts.Endpoint).Pos, Msg: err.Error()}
 	}
@@ -78,6 +91,10 @@ type Generate struct {
 	retries   int
 	timeout   time.Duration
 	log       func(string, ...any)
+	budget    *budget
+	// limits are the resolved budget limits, for Estimate.
+	limits []*limit
+	usage  func() (stages.Usage, error)
 }
 
 var (
@@ -108,7 +125,58 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 	if o.Timeout != "" {
 		g.timeout, _ = time.ParseDuration(o.Timeout)
 	}
+	if o.Budget != nil {
+		if err := g.setBudget(inst); err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
+}
+
+// setBudget builds the instance's budget, or joins the stage's shared one.
+func (g *Generate) setBudget(inst *stages.Instance) error {
+	o := g.opts.Budget
+	g.limits = g.ep.limits(o)
+	if len(g.limits) == 0 {
+		return fmt.Errorf("budget: set at least one of completion_tokens, total_tokens, samples, dollars")
+	}
+	ids := []string{inst.ID}
+	key := "budget:" + inst.ID
+	if o.Scope == "stage" {
+		key, ids = "budget:"+inst.Stage.Name, nil
+		for _, ds := range inst.Spec.Datasets {
+			ids = append(ids, fmt.Sprintf("%s[%s]", inst.Stage.Name, ds.Name))
+		}
+		if inst.Stage.Foreach == "" {
+			ids = []string{inst.Stage.Name}
+		}
+	}
+	if inst.Usage != nil {
+		g.usage = func() (stages.Usage, error) { return inst.Usage(ids) }
+	}
+	tol := 0.0
+	if o.Tolerance != nil {
+		tol = *o.Tolerance
+	}
+	expected := g.ep.meanTokens
+	if g.ds != nil && g.ds.EstCompletionTokens > 0 {
+		expected = g.ds.EstCompletionTokens
+	}
+	v, err := inst.Shared.Get(key, func() (any, error) {
+		var prior func() (int64, int64, int64, error)
+		if g.usage != nil {
+			prior = func() (int64, int64, int64, error) {
+				u, err := g.usage()
+				return u.PromptTokens, u.CompletionTokens, u.Records, err
+			}
+		}
+		return newBudget(g.limits, tol, newLengthModel(min(expected, g.maxTokens), g.maxTokens), prior), nil
+	})
+	if err != nil {
+		return err
+	}
+	g.budget = v.(*budget)
+	return nil
 }
 
 // DefaultConcurrency is the endpoint's concurrency.
@@ -118,11 +186,53 @@ func (g *Generate) DefaultConcurrency() int { return g.ep.concurrency }
 // model regenerates while moving a server to another URL does not.
 func (g *Generate) Fingerprint() (string, error) { return g.ep.identity, nil }
 
-// Process asks for the answer, retrying what may succeed on a second try.
+// Process asks for the answer once the budget lets the request go.
 func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {
 	req := &backend.Request{Key: rec.Key, Messages: rec.Prompt(), Tools: rec.Tools, InputIDs: rec.PromptIDs,
 		MaxTokens: g.maxTokens, Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK,
 		Stop: g.opts.Stop, Seed: g.opts.Seed}
+	if g.budget != nil {
+		prompt := promptTokens(rec)
+		t, err := g.budget.admit(ctx, prompt)
+		if errors.Is(err, ErrBudgetExhausted) {
+			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
+		}
+		if err != nil {
+			return stages.Outcome{}, err
+		}
+		req.Progress = t.update
+		out, err := g.send(ctx, rec, req)
+		if err != nil {
+			t.finish(0, -1)
+		} else {
+			if pt := out.Record.Generation.PromptTokens; pt > 0 {
+				prompt = pt
+			}
+			t.finish(prompt, out.Record.Generation.CompletionTokens)
+		}
+		return out, err
+	}
+	return g.send(ctx, rec, req)
+}
+
+// promptTokens is the prompt's length: counted by tokenize, else guessed
+// from its characters (about four per token).
+func promptTokens(rec *conv.Record) int {
+	if rec.PromptTokens > 0 {
+		return rec.PromptTokens
+	}
+	if len(rec.PromptIDs) > 0 {
+		return len(rec.PromptIDs)
+	}
+	chars := 0
+	for _, m := range rec.Prompt() {
+		chars += len(m.Content)
+	}
+	return chars/4 + 1
+}
+
+// send makes the request, retrying what may succeed on a second try.
+func (g *Generate) send(ctx context.Context, rec *conv.Record, req *backend.Request) (stages.Outcome, error) {
 	for attempt := 0; ; attempt++ {
 		gen, err := g.ep.generate(ctx, req, g.timeout)
 		if err == nil {
@@ -165,6 +275,27 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	}
 	per = min(per, g.maxTokens)
 	out.CompletionTokens = int64(in.Records) * int64(per)
+	if len(g.limits) > 0 && out.CompletionTokens > 0 && in.Records > 0 {
+		// The budget stops the run early: scale down to what fits.
+		var used stages.Usage
+		if g.usage != nil {
+			used, _ = g.usage()
+		}
+		frac := 1.0
+		for _, l := range g.limits {
+			full := l.cost(int(out.PromptTokens), float64(out.CompletionTokens), int64(in.Records))
+			left := l.max - l.cost(int(used.PromptTokens), float64(used.CompletionTokens), used.Records)
+			if full > 0 {
+				frac = math.Min(frac, math.Max(left, 0)/full)
+			}
+		}
+		if frac < 1 {
+			out.Records = int(float64(in.Records) * frac)
+			out.PromptTokens = int64(float64(out.PromptTokens) * frac)
+			out.CompletionTokens = int64(float64(out.CompletionTokens) * frac)
+			out.Note = fmt.Sprintf("budget allows %.0f%%", 100*frac)
+		}
+	}
 	if tps := g.ep.spec.TokensPerSecond; tps > 0 {
 		out.Seconds = float64(out.CompletionTokens) / tps
 	}

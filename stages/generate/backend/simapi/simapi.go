@@ -79,9 +79,9 @@ func (b *Backend) produce(ctx context.Context, n int, progress func(int)) error 
 			return ctx.Err()
 		case <-done.C:
 			return nil
-		case now := <-tick.C:
+		case <-tick.C:
 			if progress != nil {
-				progress(min(n, int(now.Sub(start).Seconds()*b.cfg.Speed)))
+				progress(min(n, int(time.Since(start).Seconds()*b.cfg.Speed)))
 			}
 		}
 	}

@@ -1,0 +1,334 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/eaglet-dev/eaglet/specs"
+)
+
+// BudgetOptions limit what a generate instance (or the whole stage) may
+// spend. Each limit is an expression; several may be set at once.
+type BudgetOptions struct {
+	CompletionTokens specs.Expr `yaml:"completion_tokens"`
+	TotalTokens      specs.Expr `yaml:"total_tokens"`
+	Samples          specs.Expr `yaml:"samples"`
+	Dollars          specs.Expr `yaml:"dollars"`
+	// Tolerance is the overshoot accepted, as a fraction of the limit
+	// (default 0). Larger finishes sooner: fewer requests wait for
+	// the last answers before the final ones are sent.
+	Tolerance *float64 `yaml:"tolerance"`
+	// Scope is "dataset" (each instance has the whole budget; the default)
+	// or "stage" (one budget shared by all the stage's instances).
+	Scope string `yaml:"scope"`
+}
+
+// ErrBudgetExhausted is returned by admit when no more requests fit.
+var ErrBudgetExhausted = errors.New("budget exhausted")
+
+// limit is one budget limit. A request's cost is fixed + perToken × its
+// completion tokens, which covers tokens, samples and dollars alike.
+type limit struct {
+	name  string
+	max   float64
+	spent float64
+	// fixed gives the part of a request's cost known before it runs.
+	fixed    func(promptTokens int) float64
+	perToken float64
+}
+
+// budget admits requests so that what is spent, plus what the requests in
+// flight are expected to spend, stays under every limit. The expectation
+// of a running request uses what streaming says it has produced so far: a
+// request already at 3,000 tokens is expected to end longer than one at 10.
+// As the budget nears, fewer requests fit, so what is in flight narrows and
+// the overshoot is bounded by the uncertainty of the last few answers.
+type budget struct {
+	mu       sync.Mutex
+	changed  *sync.Cond
+	limits   []*limit
+	tol      float64
+	lengths  *lengthModel
+	inflight map[*ticket]struct{}
+	// loadPrior fetches what earlier runs spent; called once, lazily.
+	loadPrior func() (prompt, completion, samples int64, err error)
+	loaded    bool
+}
+
+// z is how many standard deviations of the in-flight total are kept free.
+const z = 3.0
+
+// ticket is one admitted request.
+type ticket struct {
+	b      *budget
+	prompt int
+	// progress is updated without the budget's lock: streaming callbacks
+	// must never wait behind admission decisions, or the decisions would
+	// see stale progress and expect running answers to be shorter than
+	// they are.
+	progress atomic.Int64
+}
+
+func newBudget(limits []*limit, tol float64, lengths *lengthModel, prior func() (int64, int64, int64, error)) *budget {
+	b := &budget{limits: limits, tol: tol, lengths: lengths, inflight: map[*ticket]struct{}{}, loadPrior: prior}
+	b.changed = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *budget) ensurePrior() error {
+	if b.loaded || b.loadPrior == nil {
+		b.loaded = true
+		return nil
+	}
+	p, c, n, err := b.loadPrior()
+	if err != nil {
+		return fmt.Errorf("budget: read earlier usage: %w", err)
+	}
+	for _, l := range b.limits {
+		l.spent += l.cost(int(p), float64(c), n)
+	}
+	b.loaded = true
+	return nil
+}
+
+// cost of n requests with these totals.
+func (l *limit) cost(prompt int, completion float64, n int64) float64 {
+	if l.name == "samples" {
+		return float64(n)
+	}
+	return l.fixed(prompt) + l.perToken*completion
+}
+
+// admit blocks until a request with promptTokens fits under every limit,
+// or returns ErrBudgetExhausted when nothing in flight can free room and it
+// still does not fit.
+func (b *budget) admit(ctx context.Context, promptTokens int) (*ticket, error) {
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.changed.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.ensurePrior(); err != nil {
+		return nil, err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fits, possible := b.fits(promptTokens)
+		if fits {
+			t := &ticket{b: b, prompt: promptTokens}
+			b.inflight[t] = struct{}{}
+			// Let the next waiter see whether it fits too. Waking one at a
+			// time, rather than all, keeps admission cheap at 1,000 in flight.
+			b.changed.Signal()
+			return t, nil
+		}
+		if !possible || len(b.inflight) == 0 {
+			// Everyone waiting is in the same position: wake them all.
+			b.changed.Broadcast()
+			return nil, ErrBudgetExhausted
+		}
+		b.changed.Wait()
+	}
+}
+
+// fits says whether a new request fits now, and whether it could ever
+// (false once a limit is spent).
+func (b *budget) fits(prompt int) (fits, possible bool) {
+	progress := make(map[*ticket]int, len(b.inflight))
+	running := make([]int, 0, len(b.inflight))
+	for t := range b.inflight {
+		p := int(t.progress.Load())
+		progress[t] = p
+		running = append(running, p)
+	}
+	d := b.lengths.distribution(running)
+	mean, variance := d.after(0)
+	for _, l := range b.limits {
+		if l.spent >= l.max {
+			return false, false
+		}
+		var flyMean, flyVar float64
+		for t, p := range progress {
+			m, v := d.after(p)
+			flyMean += l.cost(t.prompt, m, 1)
+			flyVar += l.perToken * l.perToken * v
+		}
+		newCost := l.cost(prompt, mean, 1)
+		newVar := l.perToken * l.perToken * variance
+		room := l.max*(1+b.tol) - l.spent - flyMean - newCost
+		if len(b.inflight) == 0 {
+			// Nothing else will finish: send it if it is expected to fit.
+			if room < 0 {
+				return false, false
+			}
+			continue
+		}
+		if room < z*math.Sqrt(flyVar+newVar) {
+			return false, true
+		}
+	}
+	return true, true
+}
+
+// update records streaming progress of a running request.
+func (t *ticket) update(tokens int) {
+	for {
+		cur := t.progress.Load()
+		if int64(tokens) <= cur || t.progress.CompareAndSwap(cur, int64(tokens)) {
+			return
+		}
+	}
+}
+
+// finish records what a request really cost and frees its place; a failed
+// request (completion < 0) costs nothing and teaches nothing.
+func (t *ticket) finish(prompt, completion int) {
+	b := t.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.inflight, t)
+	if completion >= 0 {
+		for _, l := range b.limits {
+			l.spent += l.cost(prompt, float64(completion), 1)
+		}
+		b.lengths.add(completion)
+	}
+	b.changed.Signal()
+}
+
+// lengthModel learns the distribution of completion lengths, to predict how
+// long a request will end up given how long it is so far. Lengths go into
+// log-spaced buckets; a prior shaped like a lognormal around the expected
+// length stands in until real answers arrive.
+//
+// Answers that finish first are the short ones, so a model fitted on
+// finished answers alone underestimates the tail exactly when it matters,
+// near the end of a budget with the long answers still running. The running
+// requests are therefore counted as censored observations (longer than
+// their progress so far), Kaplan-Meier style.
+type lengthModel struct {
+	count   [lengthBuckets]float64
+	max     int
+	priorMu float64
+}
+
+// priorSigma is the lognormal shape assumed before answers say otherwise;
+// LLM answer lengths are typically this heavy-tailed.
+const priorSigma = 1.0
+
+const lengthBuckets = 64
+
+func bucketOf(n int) int {
+	if n < 1 {
+		return 0
+	}
+	return min(int(math.Log2(float64(n))*3)+1, lengthBuckets-1)
+}
+
+func newLengthModel(expected, maxTokens int) *lengthModel {
+	if expected < 1 {
+		expected = 1
+	}
+	mu := math.Log(float64(expected)) - priorSigma*priorSigma/2
+	m := &lengthModel{max: maxTokens, priorMu: mu}
+	// 16 pseudo-answers at lognormal quantiles around the expectation.
+	for i := range 16 {
+		q := (float64(i) + 0.5) / 16
+		v := math.Exp(mu + priorSigma*math.Sqrt2*math.Erfinv(2*q-1))
+		m.add(int(math.Min(v, float64(maxTokens))))
+	}
+	return m
+}
+
+func (m *lengthModel) add(n int) {
+	m.count[bucketOf(n)]++
+}
+
+// lengthDist is a lognormal length distribution, capped at max tokens.
+type lengthDist struct {
+	mu, sigma, max float64
+}
+
+// distribution fits a lognormal to the finished answers and the progress
+// of running ones: the Kaplan-Meier median and 90th percentile give mu and
+// sigma. A parametric tail matters: near the end of a budget the answers
+// still running are the long ones, and their remaining length is what an
+// empirical histogram knows least about.
+func (m *lengthModel) distribution(running []int) lengthDist {
+	var censored [lengthBuckets]float64
+	for _, p := range running {
+		censored[bucketOf(p)]++
+	}
+	var atRisk float64
+	for b := range lengthBuckets {
+		atRisk += m.count[b] + censored[b]
+	}
+	d := lengthDist{max: float64(m.max), mu: m.priorMu, sigma: priorSigma}
+	surv := 1.0
+	var q50, q90 float64
+	for b := range lengthBuckets {
+		if atRisk <= 0 {
+			break
+		}
+		if c := m.count[b]; c > 0 {
+			next := surv * (1 - c/atRisk)
+			_, hi := bucketBounds(b)
+			if surv > 0.5 && next <= 0.5 {
+				q50 = hi
+			}
+			if surv > 0.1 && next <= 0.1 {
+				q90 = hi
+			}
+			surv = next
+		}
+		atRisk -= m.count[b] + censored[b]
+	}
+	if q50 > 0 {
+		d.mu = math.Log(q50)
+		if q90 > q50 {
+			d.sigma = (math.Log(q90) - d.mu) / 1.2816
+		}
+	}
+	return d
+}
+
+// after returns the mean and variance of the final length of an answer
+// that has produced p tokens so far: moments of the lognormal conditioned
+// on exceeding p and capped at max.
+func (d *lengthDist) after(p int) (mean, variance float64) {
+	pf := math.Max(float64(p), 0.5)
+	if pf >= d.max {
+		return d.max, 0
+	}
+	mu, s := d.mu, d.sigma
+	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+	ap := (math.Log(pf) - mu) / s
+	am := (math.Log(d.max) - mu) / s
+	tail := phi(-ap) // P(L > p)
+	if tail < 1e-12 {
+		return math.Min(pf*1.25+1, d.max), pf * pf / 4
+	}
+	capped := phi(-am) // P(L > max)
+	m1 := math.Exp(mu+s*s/2)*(phi(s-ap)-phi(s-am)) + d.max*capped
+	m2 := math.Exp(2*mu+2*s*s)*(phi(2*s-ap)-phi(2*s-am)) + d.max*d.max*capped
+	mean = m1 / tail
+	variance = math.Max(m2/tail-mean*mean, 0)
+	return math.Min(math.Max(mean, pf), d.max), variance
+}
+
+// bucketBounds returns the lengths bucket b holds, [lo, hi).
+func bucketBounds(b int) (lo, hi float64) {
+	if b == 0 {
+		return 0, 1
+	}
+	return math.Exp2(float64(b-1) / 3), math.Exp2(float64(b) / 3)
+}
