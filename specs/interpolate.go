@@ -26,6 +26,11 @@ func interpolate(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[st
 	case yaml.ScalarNode:
 		if strings.Contains(n.Value, "$") {
 			n.Value = expand(n, lookup, errs, secrets)
+			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+				// A plain ${N} is typed by what it expands to, as if written
+				// there: a number stays a number.
+				n.Tag = ""
+			}
 		}
 	}
 }

@@ -8,4 +8,5 @@ import (
 	_ "github.com/eaglet-dev/eaglet/stages/generate" // generate
 	_ "github.com/eaglet-dev/eaglet/stages/load"     // load
 	_ "github.com/eaglet-dev/eaglet/stages/merge"    // merge
+	_ "github.com/eaglet-dev/eaglet/stages/tokenize" // tokenize
 )

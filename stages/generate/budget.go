@@ -281,12 +281,19 @@ func (m *lengthModel) distribution(running []int) lengthDist {
 		}
 		if c := m.count[b]; c > 0 {
 			next := surv * (1 - c/atRisk)
-			_, hi := bucketBounds(b)
+			// Interpolate a quantile inside its bucket, in log space: bucket
+			// edges alone would move sigma by a tenth from one run to the next.
+			at := func(level float64) float64 {
+				lo, hi := bucketBounds(b)
+				lo = math.Max(lo, 1)
+				f := (surv - level) / (surv - next)
+				return math.Exp(math.Log(lo) + f*(math.Log(hi)-math.Log(lo)))
+			}
 			if surv > 0.5 && next <= 0.5 {
-				q50 = hi
+				q50 = at(0.5)
 			}
 			if surv > 0.1 && next <= 0.1 {
-				q90 = hi
+				q90 = at(0.1)
 			}
 			surv = next
 		}

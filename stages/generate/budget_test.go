@@ -34,7 +34,7 @@ state: state.db
 datasets:
   d: {source: prompts.jsonl, est_completion_tokens: 2000}
 endpoints:
-  sim: {api: sim, concurrency: 150, options: {seed: 5, mean_tokens: 2000, sigma: 1, speed: 2000}}
+  sim: {api: sim, concurrency: 150, options: {seed: 7, mean_tokens: 2000, sigma: 1, speed: 2000}}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - name: generate

@@ -139,7 +139,14 @@ func (e *endpoint) generate(ctx context.Context, req *backend.Request, timeout t
 
 // limits turns budget options (already resolved) into limits priced with
 // this endpoint's prices.
-func (e *endpoint) limits(o *BudgetOptions) []*limit {
+func (e *endpoint) limits(o *BudgetOptions) ([]*limit, error) {
+	for name, x := range map[string]specs.Expr{"completion_tokens": o.CompletionTokens, "total_tokens": o.TotalTokens, "samples": o.Samples, "dollars": o.Dollars} {
+		switch x.Value().(type) {
+		case nil, int, int64, float64:
+		default:
+			return nil, fmt.Errorf("budget %s is %q; it must be a number", name, fmt.Sprint(x.Value()))
+		}
+	}
 	var out []*limit
 	zero := func(int) float64 { return 0 }
 	if !o.CompletionTokens.IsZero() {
@@ -155,5 +162,5 @@ func (e *endpoint) limits(o *BudgetOptions) []*limit {
 		in, outp := e.spec.Price.Input/1e6, e.spec.Price.Output/1e6
 		out = append(out, &limit{name: "dollars", max: o.Dollars.Float(), fixed: func(p int) float64 { return float64(p) * in }, perToken: outp})
 	}
-	return out
+	return out, nil
 }

@@ -136,7 +136,10 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 // setBudget builds the instance's budget, or joins the stage's shared one.
 func (g *Generate) setBudget(inst *stages.Instance) error {
 	o := g.opts.Budget
-	g.limits = g.ep.limits(o)
+	var err error
+	if g.limits, err = g.ep.limits(o); err != nil {
+		return err
+	}
 	if len(g.limits) == 0 {
 		return fmt.Errorf("budget: set at least one of completion_tokens, total_tokens, samples, dollars")
 	}

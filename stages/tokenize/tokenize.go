@@ -1,0 +1,163 @@
+// Package tokenize is the stage that renders each record's prompt with the
+// target model's chat template and tokenizes it with the target's own
+// tokenizer, so generation can send token ids and plans know prompt sizes.
+package tokenize
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
+	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+)
+
+func init() {
+	stages.Register(stages.Kind{
+		Name:    "tokenize",
+		Summary: "render prompts with the target's chat template and tokenize them (prompt ids, prompt token counts)",
+		Options: func() any { return &Options{} },
+		Check:   check,
+		New:     newTokenize,
+	})
+}
+
+// Options of tokenize.
+type Options struct {
+	// Tokenizer is a model directory (tokenizer.json, tokenizer_config.json)
+	// or a tokenizer file, relative to the spec.
+	Tokenizer string `yaml:"tokenizer"`
+	// ChatTemplate overrides the tokenizer's own chat template (a Jinja file).
+	ChatTemplate string `yaml:"chat_template"`
+	// MaxPromptTokens drops prompts longer than this (an expression; 0: no limit).
+	MaxPromptTokens specs.Expr `yaml:"max_prompt_tokens"`
+}
+
+func check(spec *specs.Spec, st *specs.Stage, o any) error {
+	opts := o.(*Options)
+	if opts.Tokenizer == "" {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: tokenize needs `tokenizer:` (a model directory with tokenizer.json)", st.Name)}
+	}
+	for _, p := range []string{opts.Tokenizer, opts.ChatTemplate} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(spec.Resolve(p)); err != nil {
+			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: %v", st.Name, err)}
+		}
+	}
+	return nil
+}
+
+// Tokenize fills in each record's prompt ids.
+type Tokenize struct {
+	tmpl  *chat.Template
+	max   int
+	paths []string
+}
+
+var (
+	_ stages.Mapper        = (*Tokenize)(nil)
+	_ stages.Fingerprinter = (*Tokenize)(nil)
+)
+
+func newTokenize(inst *stages.Instance) (stages.Stage, error) {
+	o := inst.Options.(*Options)
+	dir := inst.Spec.Resolve(o.Tokenizer)
+	tpl := inst.Spec.Resolve(o.ChatTemplate)
+	// Loading a 150k-vocabulary tokenizer takes half a second: once per run.
+	v, err := inst.Shared.Get("tokenizer:"+dir+"|"+tpl, func() (any, error) {
+		tok, err := tokenizer.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		var opts []chat.Option
+		if tpl != "" {
+			src, err := os.ReadFile(tpl)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, chat.WithSource(string(src)))
+		}
+		return chat.New(tok, opts...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+	}
+	t := &Tokenize{tmpl: v.(*chat.Template), paths: []string{dir}}
+	if tpl != "" {
+		t.paths = append(t.paths, tpl)
+	}
+	if !o.MaxPromptTokens.IsZero() {
+		t.max = o.MaxPromptTokens.Int()
+	}
+	return t, nil
+}
+
+// Fingerprint hashes the tokenizer and template files: another tokenizer
+// means other ids, so everything downstream is redone.
+func (t *Tokenize) Fingerprint() (string, error) {
+	h := sha256.New()
+	for _, root := range t.paths {
+		var files []string
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && p != root {
+				return filepath.SkipDir
+			}
+			// A model directory also holds the weights: hash only what
+			// decides tokenization.
+			if !d.IsDir() && (p == root || tokenizerFile(d.Name())) {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(b))
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12]), nil
+}
+
+// Process renders the prompt with the generation prompt and tokenizes it.
+func (t *Tokenize) Process(_ context.Context, rec *conv.Record) (stages.Outcome, error) {
+	ids, err := t.tmpl.PromptIDs(rec.Prompt(), rec.Tools)
+	if err != nil {
+		return stages.Outcome{}, err
+	}
+	if t.max > 0 && len(ids) > t.max {
+		return stages.Outcome{Status: stages.Dropped, Reason: fmt.Sprintf("prompt over max_prompt_tokens (%d)", t.max)}, nil
+	}
+	out := *rec
+	out.PromptIDs, out.PromptTokens = ids, len(ids)
+	return stages.Outcome{Status: stages.Done, Record: &out}, nil
+}
+
+func tokenizerFile(name string) bool {
+	switch strings.TrimSuffix(name, ".gz") {
+	case "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "chat_template.json",
+		"special_tokens_map.json", "tokenizer.model", "tiktoken.model":
+		return true
+	}
+	return strings.HasSuffix(name, ".tiktoken")
+}
