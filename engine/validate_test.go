@@ -76,7 +76,12 @@ func TestLoad_ValidationErrors(t *testing.T) {
 		{
 			name: "wrong types",
 			spec: strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, concurrency: many}", 1),
-			want: []string{`spec.yaml:7:32: expected an integer, got "many"`},
+			want: []string{`spec.yaml:7:32: expected a number or auto, got "many"`},
+		},
+		{
+			name: "wrong type of number",
+			spec: strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, tokens_per_second: fast}", 1),
+			want: []string{`spec.yaml:7:38: expected a number, got "fast"`},
 		},
 		{
 			name: "every problem at once",

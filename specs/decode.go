@@ -60,6 +60,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 		v.Set(reflect.ValueOf(Expr{Src: n.Value, Pos: Pos{File: d.errs.file, Line: n.Line, Col: n.Column}, quoted: n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0}))
 		return
 	}
+	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok && v.Kind() == reflect.Struct {
+		if err := n.Decode(u); err != nil {
+			d.errs.node(n, "expected %s, got %q", typeName(v.Type()), n.Value)
+		}
+		return
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if n.Tag == "!!null" {
@@ -175,6 +181,10 @@ func typeName(t reflect.Type) string {
 		return "a number"
 	case reflect.Bool:
 		return "true or false"
+	case reflect.Struct:
+		if t.Name() == "Concurrency" {
+			return "a number or auto"
+		}
 	}
 	return t.String()
 }

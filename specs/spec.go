@@ -53,13 +53,17 @@ type Dataset struct {
 
 // Endpoint is an inference server (or the built-in simulator).
 type Endpoint struct {
-	Name        string
-	API         string            `yaml:"api"`
-	URLs        []string          `yaml:"urls"`
-	Model       string            `yaml:"model"`
-	APIKey      string            `yaml:"api_key"`
-	Headers     map[string]string `yaml:"headers"`
-	Concurrency int               `yaml:"concurrency"`
+	Name    string
+	API     string            `yaml:"api"`
+	URLs    []string          `yaml:"urls"`
+	Model   string            `yaml:"model"`
+	APIKey  string            `yaml:"api_key"`
+	Headers map[string]string `yaml:"headers"`
+	// Concurrency caps requests in flight over every stage using the
+	// endpoint: a number, or auto to adapt to the server.
+	Concurrency Concurrency `yaml:"concurrency"`
+	// MaxConcurrency bounds concurrency: auto (default 1024).
+	MaxConcurrency int `yaml:"max_concurrency"`
 	// TokensPerSecond is the endpoint's aggregate output throughput, used by
 	// plan to estimate wall time.
 	TokensPerSecond float64 `yaml:"tokens_per_second"`
@@ -254,7 +258,7 @@ func checkEndpoint(ep *Endpoint, errs *errorList) {
 	default:
 		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: unknown api %q%s; use one of %s", ep.Name, ep.API, suggest(ep.API, APIs), strings.Join(APIs, ", "))
 	}
-	if ep.Concurrency < 0 {
+	if ep.Concurrency.N < 0 || ep.MaxConcurrency < 0 {
 		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: concurrency cannot be negative", ep.Name)
 	}
 }
@@ -427,4 +431,19 @@ func (s *Spec) Endpoint(name string) *Endpoint {
 		}
 	}
 	return nil
+}
+
+// Concurrency is a number of requests, or Auto.
+type Concurrency struct {
+	N    int
+	Auto bool
+}
+
+// UnmarshalYAML accepts a whole number or the word auto.
+func (c *Concurrency) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
+		c.Auto = true
+		return nil
+	}
+	return n.Decode(&c.N)
 }

@@ -2,7 +2,9 @@ package generate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/specs"
@@ -19,8 +21,11 @@ import (
 type endpoint struct {
 	spec        *specs.Endpoint
 	be          backend.Backend
-	slots       chan struct{}
+	lim         *limiter
 	concurrency int
+	// fatal is set once the endpoint answered that nothing will succeed
+	// (credits exhausted, a bad key): no more requests are sent to it.
+	fatal atomic.Pointer[backend.Error]
 	// identity is what decides answers: API, model and model settings.
 	identity string
 	// meanTokens is the expected answer length when a dataset gives none.
@@ -68,9 +73,21 @@ type OpenAIOptions struct {
 }
 
 func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
-	e := &endpoint{spec: ep, concurrency: ep.Concurrency, meanTokens: 1000}
-	if e.concurrency == 0 {
+	e := &endpoint{spec: ep, concurrency: ep.Concurrency.N, meanTokens: 1000}
+	maxConc := ep.MaxConcurrency
+	if maxConc == 0 {
+		maxConc = 1024
+	}
+	switch {
+	case ep.Concurrency.Auto:
+		// Start small and let the server's latency say how far to go.
+		e.concurrency = maxConc
+		e.lim = newLimiter(min(16, maxConc), maxConc, true)
+	case e.concurrency == 0:
 		e.concurrency = 64
+	}
+	if e.lim == nil {
+		e.lim = newLimiter(e.concurrency, e.concurrency, false)
 	}
 	switch ep.API {
 	case "sim":
@@ -116,23 +133,35 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 	default:
 		return nil, fmt.Errorf("endpoint %s: api %q is not supported", ep.Name, ep.API)
 	}
-	e.slots = make(chan struct{}, e.concurrency)
 	return e, nil
 }
 
-// generate sends one request once a slot of the endpoint is free.
-func (e *endpoint) generate(ctx context.Context, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// generate sends one request for an instance once the endpoint gives it
+// a slot, its share of the endpoint weighted by share.
+func (e *endpoint) generate(ctx context.Context, instance string, share float64, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
+	if f := e.fatal.Load(); f != nil {
+		return nil, f
 	}
-	defer func() { <-e.slots }()
+	if err := e.lim.acquire(ctx, instance, share); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	tokens := 0
+	defer func() { e.lim.release(instance, time.Since(start), tokens) }()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	gen, err := e.be.Generate(ctx, req)
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
+	switch {
+	case err == nil:
+		tokens = gen.CompletionTokens
+	case ctx.Err() == context.DeadlineExceeded:
 		return nil, &backend.Error{Kind: backend.Retryable, Msg: fmt.Sprintf("no answer within %s", timeout)}
+	default:
+		var be *backend.Error
+		if errors.As(err, &be) && be.Kind == backend.Fatal {
+			e.fatal.CompareAndSwap(nil, &backend.Error{Kind: backend.Fatal, Status: be.Status,
+				Msg: fmt.Sprintf("endpoint %s stopped: %s", e.spec.Name, be.Msg)})
+		}
 	}
 	return gen, err
 }

@@ -42,6 +42,9 @@ type Options struct {
 	Retries *int `yaml:"retries" fp:"-"`
 	// Timeout bounds one request, as a Go duration ("10m"; default 30m).
 	Timeout string `yaml:"timeout" fp:"-"`
+	// Share weighs this instance's part of the endpoint's capacity against
+	// other instances using it (an expression; default 1).
+	Share specs.Expr `yaml:"share" fp:"-"`
 	// Budget stops sending requests before a limit is crossed; records not
 	// sent are skipped (budget) and sent by a later run with a larger budget.
 	Budget *BudgetOptions `yaml:"budget" fp:"-"`
@@ -92,6 +95,8 @@ type Generate struct {
 	timeout   time.Duration
 	log       func(string, ...any)
 	budget    *budget
+	id        string
+	share     float64
 	// limits are the resolved budget limits, for Estimate.
 	limits []*limit
 	usage  func() (stages.Usage, error)
@@ -112,7 +117,13 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 		return nil, err
 	}
 	g := &Generate{opts: o, ep: v.(*endpoint), ds: inst.Dataset, maxTokens: defaultMaxTokens, retries: 5,
-		timeout: 30 * time.Minute, log: inst.Log}
+		timeout: 30 * time.Minute, log: inst.Log, id: inst.ID, share: 1}
+	if !o.Share.IsZero() {
+		g.share = o.Share.Float()
+		if g.share <= 0 {
+			return nil, fmt.Errorf("share %q is %v; it must be positive", o.Share.Src, g.share)
+		}
+	}
 	if !o.MaxTokens.IsZero() {
 		g.maxTokens = o.MaxTokens.Int()
 	}
@@ -237,7 +248,7 @@ func promptTokens(rec *conv.Record) int {
 // send makes the request, retrying what may succeed on a second try.
 func (g *Generate) send(ctx context.Context, rec *conv.Record, req *backend.Request) (stages.Outcome, error) {
 	for attempt := 0; ; attempt++ {
-		gen, err := g.ep.generate(ctx, req, g.timeout)
+		gen, err := g.ep.generate(ctx, g.id, g.share, req, g.timeout)
 		if err == nil {
 			gen.MaxTokens = g.maxTokens
 			out := *rec

@@ -1,0 +1,185 @@
+package generate
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// limiter hands out an endpoint's request slots. Instances (one per
+// dataset) wait in their own queues and a freed slot goes to the instance
+// with the fewest requests in flight for its weight, so every dataset
+// progresses at once and none waits for another. The capacity is fixed, or
+// adapts to the server (concurrency: auto).
+type limiter struct {
+	mu       sync.Mutex
+	limit    float64
+	max      int
+	inflight int
+	groups   map[string]*group
+	auto     *gradient
+}
+
+type group struct {
+	weight   float64
+	inflight int
+	waiters  []*waiter
+}
+
+type waiter struct {
+	ch      chan struct{}
+	granted bool
+}
+
+func newLimiter(limit, max int, auto bool) *limiter {
+	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}}
+	if auto {
+		l.auto = &gradient{probing: true}
+	}
+	return l
+}
+
+func (l *limiter) group(name string, weight float64) *group {
+	g := l.groups[name]
+	if g == nil {
+		g = &group{weight: weight}
+		l.groups[name] = g
+	}
+	if weight > 0 {
+		g.weight = weight
+	}
+	return g
+}
+
+// acquire waits for a slot for the named group.
+func (l *limiter) acquire(ctx context.Context, name string, weight float64) error {
+	l.mu.Lock()
+	g := l.group(name, weight)
+	w := &waiter{ch: make(chan struct{})}
+	g.waiters = append(g.waiters, w)
+	l.dispatch()
+	l.mu.Unlock()
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if w.granted {
+			l.releaseLocked(g)
+			return ctx.Err()
+		}
+		for i, x := range g.waiters {
+			if x == w {
+				g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
+				break
+			}
+		}
+		return ctx.Err()
+	}
+}
+
+// release frees a slot; took and tokens describe the finished request, for
+// the adaptive limit (tokens 0: nothing learned).
+func (l *limiter) release(name string, took time.Duration, tokens int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.auto != nil && tokens > 0 {
+		l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
+	}
+	l.releaseLocked(l.groups[name])
+}
+
+func (l *limiter) releaseLocked(g *group) {
+	l.inflight--
+	g.inflight--
+	l.dispatch()
+}
+
+// dispatch grants free slots, each to the waiting group furthest below
+// its weighted share.
+func (l *limiter) dispatch() {
+	for l.inflight < max(int(l.limit), 1) {
+		var best *group
+		for _, g := range l.groups {
+			if len(g.waiters) == 0 {
+				continue
+			}
+			if best == nil || float64(g.inflight+1)/g.weight < float64(best.inflight+1)/best.weight {
+				best = g
+			}
+		}
+		if best == nil {
+			return
+		}
+		w := best.waiters[0]
+		best.waiters = best.waiters[1:]
+		w.granted = true
+		best.inflight++
+		l.inflight++
+		close(w.ch)
+	}
+}
+
+// current returns the capacity in force.
+func (l *limiter) current() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(int(l.limit), 1)
+}
+
+// gradient adapts a concurrency limit on the time per generated token, in
+// the manner of TCP Vegas and Netflix's gradient limiter: the fastest
+// recent time per token is the server's unloaded speed; while more requests
+// in flight keep tokens within 10% of it the limit grows, and when the
+// server starts to queue or preempt, tokens slow down and the limit shrinks
+// in proportion.
+type gradient struct {
+	// shortD and shortT average recent durations and token counts apart,
+	// so the ratio is weighted by tokens: a ten-token answer's fixed
+	// overhead must not read as a slow server.
+	shortD, shortT float64
+	baseline       float64
+	n              int
+	// probing is the start: like TCP's slow start, the limit grows by one
+	// per completed request (doubling each round) until tokens first slow.
+	probing bool
+}
+
+const (
+	shortWindow = 20.0
+	// slack is the slowdown per token accepted before backing off.
+	slack = 1.1
+)
+
+func (g *gradient) observe(limit, maxLimit, seconds, tokens float64) float64 {
+	g.n++
+	if g.n == 1 {
+		g.shortD, g.shortT = seconds, tokens
+	}
+	g.shortD += (seconds - g.shortD) / shortWindow
+	g.shortT += (tokens - g.shortT) / shortWindow
+	short := g.shortD / g.shortT
+	if g.n < int(shortWindow) {
+		if g.probing {
+			return math.Min(limit+1, maxLimit)
+		}
+		return limit
+	}
+	// The baseline is the fastest speed seen in this run. It never rises:
+	// a rising minimum ratchets the limit upward while the server queues.
+	if g.baseline == 0 || short < g.baseline {
+		g.baseline = short
+	}
+	grad := math.Max(0.5, math.Min(1, slack*g.baseline/short))
+	if g.probing {
+		if grad >= 1 {
+			return math.Min(limit+1, maxLimit)
+		}
+		g.probing = false
+	}
+	next := limit*grad + math.Sqrt(limit)
+	next = limit*0.9 + next*0.1
+	return math.Max(1, math.Min(next, maxLimit))
+}

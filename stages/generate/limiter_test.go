@@ -1,0 +1,63 @@
+package generate
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestLimiter_WeightedShares(t *testing.T) {
+	l := newLimiter(8, 8, false)
+	ctx := context.Background()
+	// Both groups queue far more than the capacity; slots are granted by share.
+	granted := map[string]int{}
+	done := make(chan string, 100)
+	for _, g := range []string{"a", "b"} {
+		w := 1.0
+		if g == "b" {
+			w = 3
+		}
+		for range 40 {
+			go func() {
+				if err := l.acquire(ctx, g, w); err == nil {
+					done <- g
+				}
+			}()
+		}
+	}
+	for range 8 {
+		granted[<-done]++
+	}
+	time.Sleep(50 * time.Millisecond) // let every waiter queue
+	// Free everything and count the next eight grants, made with all queued.
+	for g, n := range granted {
+		for range n {
+			l.release(g, 0, 0)
+		}
+	}
+	next := map[string]int{}
+	for range 8 {
+		next[<-done]++
+	}
+	if next["a"] != 2 || next["b"] != 6 {
+		t.Errorf("with weights 1:3 and 8 slots, grants were %v; want a:2 b:6", next)
+	}
+}
+
+func TestGradient_GrowsThenBacksOff(t *testing.T) {
+	g := &gradient{probing: true}
+	limit := 16.0
+	// The server keeps 1 ms per token up to 40 in flight, then queues.
+	perToken := func(inflight float64) float64 {
+		if inflight <= 40 {
+			return 0.001
+		}
+		return 0.001 * inflight / 40
+	}
+	for range 2000 {
+		limit = g.observe(limit, 400, perToken(limit)*200, 200)
+	}
+	if limit < 35 || limit > 60 {
+		t.Errorf("limit settled at %.1f; want near the server's knee of 40", limit)
+	}
+}
