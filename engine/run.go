@@ -222,7 +222,7 @@ func decodeRow(row state.Row) (*conv.Record, error) {
 func tokens(rec *conv.Record) (prompt, completion int) {
 	prompt = rec.PromptTokens
 	if g := rec.Generation; g != nil {
-		completion = g.CompletionTokens
+		completion = max(g.CompletionTokens, g.TotalCompletionTokens)
 		if g.PromptTokens > 0 {
 			prompt = g.PromptTokens
 		}

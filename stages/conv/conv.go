@@ -92,6 +92,10 @@ type Generation struct {
 	CachedTokens     int    `json:"cached_tokens,omitempty"`
 	// OutputIDs are the completion's token ids as the server reported them.
 	OutputIDs []int `json:"output_ids,omitempty"`
+	// TotalCompletionTokens counts every turn generated for the record when
+	// there were several (turns: all, MT-Bench follow-ups); the fields
+	// above describe the final turn.
+	TotalCompletionTokens int `json:"total_completion_tokens,omitempty"`
 	// MaxTokens is the output cap that was sent with the request.
 	MaxTokens int `json:"max_tokens"`
 	// Model names what answered (endpoint model or "sim").

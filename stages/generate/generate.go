@@ -14,6 +14,7 @@ import (
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/load/dataset"
 )
 
 func init() {
@@ -42,6 +43,10 @@ type Options struct {
 	Retries *int `yaml:"retries" fp:"-"`
 	// Timeout bounds one request, as a Go duration ("10m"; default 30m).
 	Timeout string `yaml:"timeout" fp:"-"`
+	// Turns is "last" (regenerate the final assistant turn; the default)
+	// or "all" (regenerate every assistant turn in order, each conditioned
+	// on the target's own earlier answers).
+	Turns string `yaml:"turns"`
 	// Share weighs this instance's part of the endpoint's capacity against
 	// other instances using it (an expression; default 1).
 	Share specs.Expr `yaml:"share" fp:"-"`
@@ -70,6 +75,9 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		if _, err := time.ParseDuration(opts.Timeout); err != nil {
 			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: timeout %q is not a duration like 90s or 10m", st.Name, opts.Timeout)}
 		}
+	}
+	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: turns is %q; use last or all", st.Name, opts.Turns)}
 	}
 	if b := opts.Budget; b != nil {
 		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
@@ -202,31 +210,107 @@ func (g *Generate) Fingerprint() (string, error) { return g.ep.identity, nil }
 
 // Process asks for the answer once the budget lets the request go.
 func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {
-	req := &backend.Request{Key: rec.Key, Messages: rec.Prompt(), Tools: rec.Tools, InputIDs: rec.PromptIDs,
-		MaxTokens: g.maxTokens, Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK,
-		Stop: g.opts.Stop, Seed: g.opts.Seed}
+	var t *ticket
+	prompt := promptTokens(rec)
 	if g.budget != nil {
-		prompt := promptTokens(rec)
-		t, err := g.budget.admit(ctx, prompt)
+		var err error
+		t, err = g.budget.admit(ctx, prompt)
 		if errors.Is(err, ErrBudgetExhausted) {
 			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
 		}
 		if err != nil {
 			return stages.Outcome{}, err
 		}
-		req.Progress = t.update
-		out, err := g.send(ctx, rec, req)
+	}
+	out, err := g.converse(ctx, rec, t)
+	if t != nil {
 		if err != nil {
 			t.finish(0, -1)
 		} else {
-			if pt := out.Record.Generation.PromptTokens; pt > 0 {
-				prompt = pt
+			gen := out.Generation
+			if gen.PromptTokens > 0 {
+				prompt = gen.PromptTokens
 			}
-			t.finish(prompt, out.Record.Generation.CompletionTokens)
+			t.finish(prompt, max(gen.CompletionTokens, gen.TotalCompletionTokens))
 		}
-		return out, err
 	}
-	return g.send(ctx, rec, req)
+	if err != nil {
+		return stages.Outcome{}, err
+	}
+	return stages.Outcome{Status: stages.Done, Record: out}, nil
+}
+
+// converse produces the record's answers: the last assistant turn, every
+// assistant turn in order when turns is "all", and the answers to user
+// turns queued after the first (MT-Bench), each conditioned on the target's
+// own earlier answers.
+func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*conv.Record, error) {
+	base, followUps := dataset.SplitTurns(rec.Prompt())
+	steps := 0
+	var spent int
+	ask := func(msgs []conv.Message, ids []int) (*conv.Generation, error) {
+		if steps > 0 && g.ep.spec.API == "sglang" {
+			return nil, &backend.Error{Kind: backend.Permanent, Msg: "answering several turns needs an endpoint that takes messages (api openai or sim); sglang's /generate takes token ids, which the tokenize stage makes for the first turn only"}
+		}
+		steps++
+		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
+			MaxTokens: g.maxTokens, Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK,
+			Stop: g.opts.Stop, Seed: g.opts.Seed}
+		if t != nil {
+			done := spent
+			req.Progress = func(n int) { t.update(done + n) }
+		}
+		gen, err := g.ask(ctx, req)
+		if err == nil {
+			gen.MaxTokens = g.maxTokens
+			spent += gen.CompletionTokens
+		}
+		return gen, err
+	}
+	var convo []conv.Message
+	if g.opts.Turns == "all" {
+		// Tool-calling turns stay as the source has them: the tool results
+		// that follow belong to those calls.
+		for _, m := range base {
+			if m.Role == conv.Assistant && len(m.ToolCalls) == 0 && len(convo) > 0 {
+				gen, err := ask(convo, nil)
+				if err != nil {
+					return nil, err
+				}
+				m = answer(gen)
+			}
+			convo = append(convo, m)
+		}
+	} else {
+		convo = append(convo, base...)
+	}
+	ids := rec.PromptIDs
+	if steps > 0 || len(followUps) > 0 {
+		// The tokenized prompt was made of another conversation.
+		ids = nil
+	}
+	gen, err := ask(convo, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range followUps {
+		convo = append(convo, answer(gen), f)
+		if gen, err = ask(convo, nil); err != nil {
+			return nil, err
+		}
+	}
+	out := *rec
+	if steps > 1 {
+		out.Messages = convo
+		gen.TotalCompletionTokens = spent
+	}
+	out.Generation = gen
+	return &out, nil
+}
+
+// answer is a generation as the assistant message of a conversation.
+func answer(g *conv.Generation) conv.Message {
+	return conv.Message{Role: conv.Assistant, Content: g.Content, Reasoning: g.Reasoning, ToolCalls: g.ToolCalls}
 }
 
 // promptTokens is the prompt's length: counted by tokenize, else guessed
@@ -245,22 +329,19 @@ func promptTokens(rec *conv.Record) int {
 	return chars/4 + 1
 }
 
-// send makes the request, retrying what may succeed on a second try.
-func (g *Generate) send(ctx context.Context, rec *conv.Record, req *backend.Request) (stages.Outcome, error) {
+// ask makes one request, retrying what may succeed on a second try.
+func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generation, error) {
 	for attempt := 0; ; attempt++ {
 		gen, err := g.ep.generate(ctx, g.id, g.share, req, g.timeout)
 		if err == nil {
-			gen.MaxTokens = g.maxTokens
-			out := *rec
-			out.Generation = gen
-			return stages.Outcome{Status: stages.Done, Record: &out}, nil
+			return gen, nil
 		}
 		kind, wait := backend.Classify(err)
 		if ctx.Err() != nil {
-			return stages.Outcome{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 		if kind != backend.Retryable || attempt >= g.retries {
-			return stages.Outcome{}, err
+			return nil, err
 		}
 		if wait == 0 {
 			wait = backoff(attempt)
@@ -268,7 +349,7 @@ func (g *Generate) send(ctx context.Context, rec *conv.Record, req *backend.Requ
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return stages.Outcome{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
