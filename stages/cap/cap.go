@@ -5,9 +5,7 @@ package cap
 import (
 	"container/heap"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -66,14 +64,7 @@ func newCap(inst *stages.Instance) (stages.Stage, error) {
 
 // Rank is a record's place in the seeded order; exported for tests and
 // for anyone who wants to reproduce a sample outside eaglet.
-func Rank(seed int, key string) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte(key))
-	return h.Sum64()
-}
+func Rank(seed int, key string) uint64 { return stages.SeededHash(seed, key) }
 
 func (c *Cap) dropped(rec *conv.Record) (bool, error) {
 	if c.opts.DropIf.IsZero() {

@@ -5,10 +5,8 @@ package merge
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"os"
 	"path/filepath"
@@ -92,25 +90,13 @@ func (m *Merge) weight(dataset string) float64 {
 	return 1
 }
 
-func hash64(seed int, parts ...string) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return h.Sum64()
-}
-
 // copies is how many times a record appears: the whole part of its weight,
 // plus one more with probability of the fraction, decided by its key.
 func (m *Merge) copies(rec *conv.Record) int {
 	w := m.weight(rec.Dataset)
 	whole, frac := math.Modf(w)
 	n := int(whole)
-	if frac > 0 && float64(hash64(m.opts.ShuffleSeed, "weight", rec.Key)>>11)/float64(1<<53) < frac {
+	if frac > 0 && float64(stages.SeededHash(m.opts.ShuffleSeed, "weight", rec.Key)>>11)/float64(1<<53) < frac {
 		n++
 	}
 	return n
@@ -142,7 +128,7 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 // Order shuffles: a record's rank is a seeded hash of its key, kept below
 // 2^63 so it sorts the same as a signed SQLite integer.
 func (m *Merge) Order(rec *conv.Record) uint64 {
-	return hash64(m.opts.ShuffleSeed, rec.Key) >> 1
+	return stages.SeededHash(m.opts.ShuffleSeed, rec.Key) >> 1
 }
 
 // line is one output record in the messages format.

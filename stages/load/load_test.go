@@ -1,0 +1,54 @@
+package load_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	_ "github.com/eaglet-dev/eaglet/stages/all"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+const rows = `{"messages":[{"role":"user","content":"one"}]}
+{"messages":[{"role":"user","content":"two"}]}
+{"messages":[{"role":"user","content":"one"}]}
+{"messages": not json}
+`
+
+func run(t *testing.T, onError string) (*state.Store, error) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(rows), 0o644)
+	spec := "version: 1\nname: l\nstate: s.db\ndatasets: {d: {source: d.jsonl, on_error: " + onError + "}}\nstages: [{name: load, uses: load, foreach: datasets}]\n"
+	path := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(path, []byte(spec), 0o644)
+	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(p.Spec.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	_, err = p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
+	return store, err
+}
+
+func TestLoad_BadRowsAndDuplicates(t *testing.T) {
+	if _, err := run(t, "fail"); err == nil || !strings.Contains(err.Error(), "d.jsonl:4") || !strings.Contains(err.Error(), "on_error: skip") {
+		t.Errorf("a bad row with on_error fail: %v; want an error naming d.jsonl:4 and the skip option", err)
+	}
+	store, err := run(t, "skip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := store.CountOutputs([]string{"load[d]"})
+	in, _ := store.GetInstance("load[d]")
+	if n != 2 || in.Stats.Dropped["duplicate"] != 1 || len(in.Stats.Skipped) != 1 {
+		t.Errorf("loaded %d records, stats %+v; want 2 records, 1 duplicate, 1 bad row counted", n, in.Stats)
+	}
+}
