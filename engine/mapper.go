@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 
@@ -76,14 +77,20 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 
 	feedErr := make(chan error, 1)
 	go func() {
-		err := r.store.EachPending(ctx, n.ID, upstream, pr.fp, func(row state.Row) error {
+		send := func(row state.Row) error {
 			select {
 			case jobs <- job{row: row}:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		})
+		}
+		var err error
+		if p, ok := st.(stages.Prioritizer); ok && p.Prioritize() {
+			err = r.eachByPriority(ctx, n.ID, upstream, pr.fp, p, send)
+		} else {
+			err = r.store.EachPending(ctx, n.ID, upstream, pr.fp, send)
+		}
 		close(jobs)
 		workers.Wait()
 		close(results)
@@ -192,4 +199,52 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 	it.Data, it.OutHash = data, hashBytes(data)
 	it.PromptTokens, it.CompletionTokens = tokens(out.Record)
 	return outcome{item: it}
+}
+
+// eachByPriority visits pending records highest priority first. Only keys
+// and priorities are held in memory (about 60 bytes a record); records are
+// read back from the store in batches as they are dispatched.
+func (r *runner) eachByPriority(ctx context.Context, inst string, upstream []string, fp string, p stages.Prioritizer, fn func(state.Row) error) error {
+	type ranked struct {
+		key      string
+		priority float64
+	}
+	var all []ranked
+	err := r.store.EachPending(ctx, inst, upstream, fp, func(row state.Row) error {
+		rec, err := decodeRow(row)
+		if err != nil {
+			return err
+		}
+		all = append(all, ranked{row.Key, p.Priority(rec)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].priority > all[j].priority })
+	const batch = 500
+	for start := 0; start < len(all); start += batch {
+		part := all[start:min(start+batch, len(all))]
+		keys := make([]string, len(part))
+		for i, k := range part {
+			keys[i] = k.key
+		}
+		rows := make(map[string]state.Row, len(part))
+		if err := r.store.EachByKey(ctx, upstream, keys, func(row state.Row) error {
+			if _, dup := rows[row.Key]; !dup {
+				rows[row.Key] = row
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if row, ok := rows[k]; ok {
+				if err := fn(row); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

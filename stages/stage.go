@@ -77,6 +77,15 @@ type Mapper interface {
 	Process(ctx context.Context, rec *conv.Record) (Outcome, error)
 }
 
+// Prioritizer is implemented by Mappers that choose the order in which
+// records are dispatched: when Prioritize is true, records with a higher
+// Priority go first (generate sends the longest expected work first, so the
+// run does not end waiting on one long answer).
+type Prioritizer interface {
+	Prioritize() bool
+	Priority(rec *conv.Record) float64
+}
+
 // Batch sees its whole input at once (sampling, merging, loading files).
 // Its output replaces the previous output in one transaction.
 type Batch interface {

@@ -398,3 +398,32 @@ func (s *Store) CountPending(inst string, upstream []string, fp string) (int, er
 		args([]any{inst}, upstream, fp)...).Scan(&n)
 	return n, err
 }
+
+// EachByKey calls fn for the live, done records of the given instances
+// whose keys are listed, in no particular order.
+func (s *Store) EachByKey(ctx context.Context, instances, keys []string, fn func(Row) error) error {
+	if len(instances) == 0 || len(keys) == 0 {
+		return nil
+	}
+	q := `SELECT ` + resolved + ` WHERE u.instance IN (` + placeholders(len(instances)) + `)
+		AND u.key IN (` + placeholders(len(keys)) + `) AND u.live = 1 AND u.status = 0`
+	a := args(nil, instances)
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	rows, err := s.r.QueryContext(ctx, q, a...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data); err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -47,6 +47,10 @@ type Options struct {
 	// or "all" (regenerate every assistant turn in order, each conditioned
 	// on the target's own earlier answers).
 	Turns string `yaml:"turns"`
+	// Order is "" (the store's order) or "longest_first": records whose
+	// source answer is longest go first, so the run does not end waiting on
+	// a few long answers started last.
+	Order string `yaml:"order" fp:"-"`
 	// Share weighs this instance's part of the endpoint's capacity against
 	// other instances using it (an expression; default 1).
 	Share specs.Expr `yaml:"share" fp:"-"`
@@ -75,6 +79,9 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		if _, err := time.ParseDuration(opts.Timeout); err != nil {
 			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: timeout %q is not a duration like 90s or 10m", st.Name, opts.Timeout)}
 		}
+	}
+	if opts.Order != "" && opts.Order != "longest_first" {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: order is %q; the only value is longest_first", st.Name, opts.Order)}
 	}
 	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: turns is %q; use last or all", st.Name, opts.Turns)}
@@ -112,6 +119,7 @@ type Generate struct {
 
 var (
 	_ stages.Mapper        = (*Generate)(nil)
+	_ stages.Prioritizer   = (*Generate)(nil)
 	_ stages.Fingerprinter = (*Generate)(nil)
 	_ stages.Estimator     = (*Generate)(nil)
 )
@@ -306,6 +314,20 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*
 	}
 	out.Generation = gen
 	return &out, nil
+}
+
+// Prioritize says whether records are sent longest expected answer first.
+func (g *Generate) Prioritize() bool { return g.opts.Order == "longest_first" }
+
+// Priority is the expected length of the answer: the length of the answer
+// the source gives (answers to the same prompt tend to be alike in size),
+// else the prompt's, which long tasks also tend to have.
+func (g *Generate) Priority(rec *conv.Record) float64 {
+	if n := len(rec.Messages); n > 0 && rec.Messages[n-1].Role == conv.Assistant {
+		m := rec.Messages[n-1]
+		return float64(len(m.Content)+len(m.Reasoning)) / 4
+	}
+	return float64(promptTokens(rec))
 }
 
 // answer is a generation as the assistant message of a conversation.

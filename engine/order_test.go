@@ -1,0 +1,78 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// orderRecorder is a Mapper that notes the order records reach it and
+// asks for the longest prompts first.
+type orderRecorder struct {
+	mu   *sync.Mutex
+	seen *[]string
+}
+
+func (o orderRecorder) Process(_ context.Context, rec *conv.Record) (stages.Outcome, error) {
+	o.mu.Lock()
+	*o.seen = append(*o.seen, rec.Messages[0].Content)
+	o.mu.Unlock()
+	return stages.Outcome{Status: stages.Done}, nil
+}
+func (orderRecorder) Prioritize() bool { return true }
+func (orderRecorder) Priority(rec *conv.Record) float64 {
+	return float64(len(rec.Messages[0].Content))
+}
+
+var (
+	orderMu   sync.Mutex
+	orderSeen []string
+)
+
+func init() {
+	stages.Register(stages.Kind{Name: "test-order", Options: func() any { return &struct{}{} },
+		New: func(*stages.Instance) (stages.Stage, error) { return orderRecorder{&orderMu, &orderSeen}, nil }})
+}
+
+func TestRun_PrioritizedDispatch(t *testing.T) {
+	dir := t.TempDir()
+	var data bytes.Buffer
+	for _, n := range []int{3, 9, 1, 7, 5, 8, 2} {
+		fmt.Fprintf(&data, `{"messages":[{"role":"user","content":"%s"}]}`+"\n", strings.Repeat("x", n))
+	}
+	os.WriteFile(filepath.Join(dir, "d.jsonl"), data.Bytes(), 0o644)
+	spec := "version: 1\nname: o\nstate: s.db\ndatasets: {d: {source: d.jsonl}}\nstages:\n" +
+		"  - {name: load, uses: load, foreach: datasets}\n" +
+		"  - {name: order, uses: test-order, needs: [load], foreach: datasets, concurrency: 1}\n"
+	path := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(path, []byte(spec), 0o644)
+	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(p.Spec.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}}); err != nil {
+		t.Fatal(err)
+	}
+	var lengths []int
+	for _, s := range orderSeen {
+		lengths = append(lengths, len(s))
+	}
+	if fmt.Sprint(lengths) != "[9 8 7 5 3 2 1]" {
+		t.Errorf("records were dispatched in the order %v; want longest first", lengths)
+	}
+}
