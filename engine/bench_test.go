@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/engine"
-	"github.com/eaglet-dev/eaglet/state"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 )
 
 // BenchmarkPipeline_LoadCapFilterMerge pushes small records through
@@ -44,29 +41,15 @@ stages:
   - {name: merge, uses: merge, needs: [filter], with: {out: %[1]s/out.jsonl, shuffle_seed: 2}}
 `, run, data, n*9/10)
 		os.MkdirAll(run, 0o755)
-		path := filepath.Join(run, "spec.yaml")
-		os.WriteFile(path, []byte(spec), 0o644)
-		p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-		if err != nil {
-			b.Fatal(err)
-		}
-		store, err := state.Open(p.Spec.State)
-		if err != nil {
-			b.Fatal(err)
-		}
+		p, store := enginetest.Open(b, run, spec)
 		start := time.Now()
-		results, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		store.Close()
 		committed := 0
-		for _, r := range results {
+		for _, r := range enginetest.Run(b, p, store, nil) {
 			committed += r.Processed
 		}
 		b.ReportMetric(float64(committed)/time.Since(start).Seconds(), "records/s")
 	}
-	b.ReportMetric(peakRSSMiB(), "peak-MiB")
+	b.ReportMetric(enginetest.PeakRSSMiB(), "peak-MiB")
 }
 
 func writeRecords(b *testing.B, path string, n int) {
@@ -81,19 +64,4 @@ func writeRecords(b *testing.B, path string, n int) {
 	}
 	w.Flush()
 	f.Close()
-}
-
-// peakRSSMiB reads the process's high-water resident memory (Linux).
-func peakRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			kb, _ := strconv.Atoi(strings.Fields(line)[1])
-			return float64(kb) / 1024
-		}
-	}
-	return 0
 }

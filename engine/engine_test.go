@@ -2,13 +2,13 @@ package engine_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -55,7 +55,7 @@ func writeSpec(t *testing.T, dir string, settings map[string]string) string {
 
 func runSpec(t *testing.T, path string) map[string]*engine.Result {
 	t.Helper()
-	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
+	p, err := engine.Load(path, enginetest.NoEnv)
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -64,15 +64,7 @@ func runSpec(t *testing.T, path string) map[string]*engine.Result {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	results, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	out := map[string]*engine.Result{}
-	for _, r := range results {
-		out[r.Node.ID] = r
-	}
-	return out
+	return enginetest.Run(t, p, store, nil)
 }
 
 // processed sums the records each stage processed in a run.
@@ -157,7 +149,7 @@ func mustRead(t *testing.T, path string) []byte {
 func TestPlan_SaysWhatChanged(t *testing.T) {
 	dir := t.TempDir()
 	runSpec(t, writeSpec(t, dir, nil))
-	p, err := engine.Load(writeSpec(t, dir, map[string]string{"cap": "80"}), func(string) (string, bool) { return "", false })
+	p, err := engine.Load(writeSpec(t, dir, map[string]string{"cap": "80"}), enginetest.NoEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

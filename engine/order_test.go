@@ -10,10 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 // orderRecorder is a Mapper that notes the order records reach it and
@@ -54,20 +53,7 @@ func TestRun_PrioritizedDispatch(t *testing.T) {
 	spec := "version: 1\nname: o\nstate: s.db\ndatasets: {d: {source: d.jsonl}}\nstages:\n" +
 		"  - {name: load, uses: load, foreach: datasets}\n" +
 		"  - {name: order, uses: test-order, needs: [load], foreach: datasets, concurrency: 1}\n"
-	path := filepath.Join(dir, "spec.yaml")
-	os.WriteFile(path, []byte(spec), 0o644)
-	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(p.Spec.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}}); err != nil {
-		t.Fatal(err)
-	}
+	enginetest.OpenAndRun(t, dir, spec)
 	var lengths []int
 	for _, s := range orderSeen {
 		lengths = append(lengths, len(s))

@@ -1,21 +1,17 @@
 package generate_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 // BenchmarkGenerate_RequestsPerSecond measures what the engine sustains end
@@ -46,32 +42,12 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, concurrency: 1000, with: {max_tokens: 256}}
 `, i, url, api == "openai-stream")
-				path := filepath.Join(dir, "spec.yaml")
-				os.WriteFile(path, []byte(spec), 0o644)
-				p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-				if err != nil {
-					b.Fatal(err)
-				}
-				store, err := state.Open(p.Spec.State)
-				if err != nil {
-					b.Fatal(err)
-				}
+				p, store := enginetest.Open(b, dir, spec)
 				// Load first, so the clock measures generation alone.
-				loads, _ := p.Select("load", "", false)
-				if _, err := p.Run(context.Background(), store, engine.RunOptions{Nodes: loads, Log: &bytes.Buffer{}}); err != nil {
-					b.Fatal(err)
-				}
+				enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
 				start := time.Now()
-				results, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				store.Close()
-				for _, r := range results {
-					if r.Node.ID == "generate[d]" {
-						b.ReportMetric(float64(r.Processed)/time.Since(start).Seconds(), "requests/s")
-					}
-				}
+				results := enginetest.Run(b, p, store, nil)
+				b.ReportMetric(float64(results["generate[d]"].Processed)/time.Since(start).Seconds(), "requests/s")
 			}
 		})
 	}
@@ -103,42 +79,10 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 64}}
 `, i)
-		path := filepath.Join(dir, "spec.yaml")
-		os.WriteFile(path, []byte(spec), 0o644)
-		p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-		if err != nil {
-			b.Fatal(err)
-		}
-		store, err := state.Open(p.Spec.State)
-		if err != nil {
-			b.Fatal(err)
-		}
+		p, store := enginetest.Open(b, dir, spec)
 		start := time.Now()
-		results, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		store.Close()
-		for _, r := range results {
-			if r.Node.ID == "generate[d]" {
-				b.ReportMetric(float64(r.Processed)/time.Since(start).Seconds(), "records/s")
-			}
-		}
+		results := enginetest.Run(b, p, store, nil)
+		b.ReportMetric(float64(results["generate[d]"].Processed)/time.Since(start).Seconds(), "records/s")
 	}
-	b.ReportMetric(peakRSSMiB(), "peak-MiB")
-}
-
-// peakRSSMiB reads the process's high-water resident memory (Linux).
-func peakRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			kb, _ := strconv.Atoi(strings.Fields(line)[1])
-			return float64(kb) / 1024
-		}
-	}
-	return 0
+	b.ReportMetric(enginetest.PeakRSSMiB(), "peak-MiB")
 }

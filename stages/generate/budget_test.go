@@ -2,16 +2,14 @@ package generate_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 // writePrompts writes n distinct one-question conversations.
@@ -44,21 +42,9 @@ stages:
     concurrency: 150
     with: {max_tokens: 16384, budget: {completion_tokens: %s %s}}
 `, budget, extra)
-	path := filepath.Join(dir, "spec.yaml")
-	os.WriteFile(path, []byte(spec), 0o644)
-	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(p.Spec.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	p, store := enginetest.Open(t, dir, spec)
 	start := time.Now()
-	if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}}); err != nil {
-		t.Fatal(err)
-	}
+	enginetest.Run(t, p, store, nil)
 	took = time.Since(start)
 	counts, err := store.Counts("generate[d]")
 	if err != nil {

@@ -1,19 +1,16 @@
 package generate_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 // BenchmarkScheduling runs three datasets of long-tailed answers against a
@@ -62,38 +59,20 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 4096}}
 `, hs.URL, c.concurrency)
-				path := filepath.Join(dir, "spec.yaml")
-				os.WriteFile(path, []byte(spec), 0o644)
-				p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-				if err != nil {
-					b.Fatal(err)
-				}
-				store, err := state.Open(p.Spec.State)
-				if err != nil {
-					b.Fatal(err)
-				}
-				loads, _ := p.Select("load", "", false)
-				if _, err := p.Run(context.Background(), store, engine.RunOptions{Nodes: loads, Log: &bytes.Buffer{}}); err != nil {
-					b.Fatal(err)
-				}
+				p, store := enginetest.Open(b, dir, spec)
+				enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
 				start := time.Now()
-				var groups [][]*engine.Node
+				groups := [][]*engine.Node{enginetest.Stage(b, p, "generate", "")}
 				if c.sequential {
+					groups = nil
 					for _, ds := range []string{"a", "b", "c"} {
-						n, _ := p.Select("generate", ds, false)
-						groups = append(groups, n)
+						groups = append(groups, enginetest.Stage(b, p, "generate", ds))
 					}
-				} else {
-					n, _ := p.Select("generate", "", false)
-					groups = append(groups, n)
 				}
 				for _, g := range groups {
-					if _, err := p.Run(context.Background(), store, engine.RunOptions{Nodes: g, Log: &bytes.Buffer{}}); err != nil {
-						b.Fatal(err)
-					}
+					enginetest.Run(b, p, store, g)
 				}
 				took := time.Since(start)
-				store.Close()
 				st := srv.Stats()
 				b.ReportMetric(float64(st.CompletionTokens)/took.Seconds(), "tokens/s")
 				b.ReportMetric(float64(st.Retractions), "preemptions")

@@ -2,16 +2,14 @@ package generate_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func TestTurns_EachAnswerConditionedOnTheTargetsOwn(t *testing.T) {
@@ -58,20 +56,7 @@ stages:
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 300, turns: ` + tt.turns + `}}
   - {name: merge, uses: merge, needs: [generate], with: {out: out.jsonl}}
 `
-			path := filepath.Join(dir, "spec.yaml")
-			os.WriteFile(path, []byte(spec), 0o644)
-			p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-			if err != nil {
-				t.Fatal(err)
-			}
-			store, err := state.Open(p.Spec.State)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}}); err != nil {
-				t.Fatal(err)
-			}
+			enginetest.OpenAndRun(t, dir, spec)
 			var got struct{ Messages []conv.Message }
 			if err := json.Unmarshal(bytes.TrimSpace(mustRead(t, filepath.Join(dir, "out.jsonl"))), &got); err != nil {
 				t.Fatal(err)

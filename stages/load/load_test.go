@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -23,18 +24,8 @@ func run(t *testing.T, onError string) (*state.Store, error) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(rows), 0o644)
 	spec := "version: 1\nname: l\nstate: s.db\ndatasets: {d: {source: d.jsonl, on_error: " + onError + "}}\nstages: [{name: load, uses: load, foreach: datasets}]\n"
-	path := filepath.Join(dir, "spec.yaml")
-	os.WriteFile(path, []byte(spec), 0o644)
-	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(p.Spec.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	_, err = p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
+	p, store := enginetest.Open(t, dir, spec)
+	_, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
 	return store, err
 }
 

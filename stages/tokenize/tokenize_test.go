@@ -2,19 +2,17 @@ package tokenize_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
 	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func TestTokenize_PromptIDsAndMaxPromptTokens(t *testing.T) {
@@ -37,20 +35,7 @@ stages:
   - {name: tokenize, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: "` + tokDir + `", max_prompt_tokens: 100}}
   - {name: merge, uses: merge, needs: [tokenize], with: {out: out.jsonl, format: record}}
 `
-	path := filepath.Join(dir, "spec.yaml")
-	os.WriteFile(path, []byte(spec), 0o644)
-	p, err := engine.Load(path, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(p.Spec.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}}); err != nil {
-		t.Fatal(err)
-	}
+	_, store, _ := enginetest.OpenAndRun(t, dir, spec)
 	tok, err := tokenizer.Load(tokDir)
 	if err != nil {
 		t.Fatal(err)
