@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,10 @@ type nodeProgress struct {
 	promptTokens, completionTokens int64
 	started, finished, lastPrinted time.Time
 	note                           string
+	// errors counts failures by kind ("http 503", "no answer within 30m").
+	errors map[string]int
+	// extra reports what only the stage knows (budget used, cost so far).
+	extra stages.Progressor
 }
 
 func newProgress(w io.Writer, live bool, every time.Duration, nodes []*Node) *progress {
@@ -94,6 +99,13 @@ func (p *progress) logger(n *Node) func(string, ...any) {
 	return func(format string, args ...any) { p.line("%s: %s", n.ID, fmt.Sprintf(format, args...)) }
 }
 
+// watch attaches a stage's own progress figures to its instance.
+func (p *progress) watch(n *Node, x stages.Progressor) {
+	p.mu.Lock()
+	p.st[n].extra = x
+	p.mu.Unlock()
+}
+
 func (p *progress) begin(n *Node, total, already int) {
 	p.mu.Lock()
 	s := p.st[n]
@@ -122,6 +134,10 @@ func (p *progress) add(n *Node, it state.Item) {
 		s.skipped++
 	case stages.Failed:
 		s.failed++
+		if s.errors == nil {
+			s.errors = map[string]int{}
+		}
+		s.errors[errorKind(it.Reason)]++
 	}
 	s.promptTokens += int64(it.PromptTokens)
 	s.completionTokens += int64(it.CompletionTokens)
@@ -189,13 +205,86 @@ func (s *nodeProgress) status(now time.Time) string {
 			fmt.Fprintf(&b, "  ETA %s", fmtDuration(time.Duration(float64(left)/rate*float64(time.Second))))
 		}
 	}
+	if s.done > 0 && s.completionTokens > 0 {
+		fmt.Fprintf(&b, "  mean %s tok", fmtCount(float64(s.completionTokens)/float64(s.done)))
+	}
 	if s.failed > 0 {
-		fmt.Fprintf(&b, "  %d failed", s.failed)
+		fmt.Fprintf(&b, "  %d failed (%s)", s.failed, topKinds(s.errors, 3))
 	}
 	if s.skipped > 0 {
 		fmt.Fprintf(&b, "  %d skipped", s.skipped)
 	}
+	if s.extra != nil {
+		if x := s.extra.Progress(); x != "" {
+			b.WriteString("  " + x)
+		}
+	}
 	return b.String()
+}
+
+// errorKind shortens a failure to its kind: the part before the first
+// colon ("http 503", "no answer within 30m"), at most 40 characters.
+func errorKind(reason string) string {
+	if i := strings.IndexByte(reason, ':'); i > 0 {
+		reason = reason[:i]
+	}
+	if len(reason) > 40 {
+		reason = reason[:40]
+	}
+	return reason
+}
+
+// topKinds lists the n most frequent kinds as "http 503 x4, timeout x1".
+func topKinds(m map[string]int, n int) string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		return m[kinds[i]] > m[kinds[j]] || (m[kinds[i]] == m[kinds[j]] && kinds[i] < kinds[j])
+	})
+	var parts []string
+	for i, k := range kinds {
+		if i == n {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s x%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// overall sums the running instances into one line.
+func (p *progress) overall(now time.Time) string {
+	var total, done, failed int
+	var tokens int64
+	var start time.Time
+	running := 0
+	for _, n := range p.nodes {
+		s := p.st[n]
+		if s.state != "running" || s.total == 0 {
+			continue
+		}
+		running++
+		total += s.total
+		done += s.already + s.handled()
+		failed += s.failed
+		tokens += s.completionTokens
+		if start.IsZero() || s.started.Before(start) {
+			start = s.started
+		}
+	}
+	if running < 2 {
+		return ""
+	}
+	line := fmt.Sprintf("%d/%d records in %d running instances", done, total, running)
+	if el := now.Sub(start).Seconds(); el > 0 && tokens > 0 {
+		line += fmt.Sprintf(", %s tok/s", fmtCount(float64(tokens)/el))
+	}
+	if failed > 0 {
+		line += fmt.Sprintf(", %d failed", failed)
+	}
+	return line
 }
 
 func (p *progress) tick() {
@@ -208,10 +297,13 @@ func (p *progress) tick() {
 	now := time.Now()
 	for _, n := range p.nodes {
 		s := p.st[n]
-		if s.state == "running" && s.total > 0 && now.Sub(s.lastPrinted) >= p.every {
+		if s.state == "running" && s.total > 0 && now.Sub(s.lastPrinted) >= p.every*9/10 {
 			s.lastPrinted = now
 			fmt.Fprintf(p.w, "%s %s: %s\n", stamp(), n.ID, s.status(now))
 		}
+	}
+	if o := p.overall(now); o != "" {
+		fmt.Fprintf(p.w, "%s overall: %s\n", stamp(), o)
 	}
 }
 
@@ -243,6 +335,10 @@ func (p *progress) redraw() {
 				text = s.state
 			}
 			fmt.Fprintf(&b, "  %-32s %s\n", n.ID, text)
+			lines++
+		}
+		if o := p.overall(now); o != "" {
+			fmt.Fprintf(&b, "  %-32s %s\n", "overall", o)
 			lines++
 		}
 	}

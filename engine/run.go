@@ -151,6 +151,9 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	if err != nil {
 		return r.fail(n, err)
 	}
+	if x, ok := pr.stage.(stages.Progressor); ok {
+		r.prog.watch(n, x)
+	}
 	var res *Result
 	switch st := pr.stage.(type) {
 	case stages.Mapper:

@@ -86,6 +86,13 @@ type Prioritizer interface {
 	Priority(rec *conv.Record) float64
 }
 
+// Progressor is implemented by stages with figures of their own to show
+// while they run ("budget 412k/1M tokens, $0.83 so far"); called from the
+// progress reporter, so it must be cheap and safe for concurrent use.
+type Progressor interface {
+	Progress() string
+}
+
 // Batch sees its whole input at once (sampling, merging, loading files).
 // Its output replaces the previous output in one transaction.
 type Batch interface {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -177,6 +178,31 @@ func (b *budget) fits(prompt int) (fits, possible bool) {
 		}
 	}
 	return true, true
+}
+
+// String shows each limit as spent/max, e.g. "budget 412k/1M completion_tokens".
+func (b *budget) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	parts := make([]string, len(b.limits))
+	for i, l := range b.limits {
+		if l.name == "dollars" {
+			parts[i] = fmt.Sprintf("$%.2f/$%.2f", l.spent, l.max)
+			continue
+		}
+		parts[i] = fmt.Sprintf("%s/%s %s", short(l.spent), short(l.max), l.name)
+	}
+	return "budget " + strings.Join(parts, ", ")
+}
+
+func short(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 // update records streaming progress of a running request.

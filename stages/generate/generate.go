@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/specs"
@@ -110,8 +112,10 @@ type Generate struct {
 	timeout   time.Duration
 	log       func(string, ...any)
 	budget    *budget
-	id        string
-	share     float64
+	// used counts the tokens answered in this run, for Progress.
+	usedPrompt, usedCompletion atomic.Int64
+	id                         string
+	share                      float64
 	// limits are the resolved budget limits, for Estimate.
 	limits []*limit
 	usage  func() (stages.Usage, error)
@@ -119,6 +123,7 @@ type Generate struct {
 
 var (
 	_ stages.Mapper        = (*Generate)(nil)
+	_ stages.Progressor    = (*Generate)(nil)
 	_ stages.Prioritizer   = (*Generate)(nil)
 	_ stages.Fingerprinter = (*Generate)(nil)
 	_ stages.Estimator     = (*Generate)(nil)
@@ -231,6 +236,10 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		}
 	}
 	out, err := g.converse(ctx, rec, t)
+	if err == nil {
+		g.usedPrompt.Add(int64(out.Generation.PromptTokens))
+		g.usedCompletion.Add(int64(max(out.Generation.CompletionTokens, out.Generation.TotalCompletionTokens)))
+	}
 	if t != nil {
 		if err != nil {
 			t.finish(0, -1)
@@ -314,6 +323,19 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*
 	}
 	out.Generation = gen
 	return &out, nil
+}
+
+// Progress shows the budget used and the cost so far.
+func (g *Generate) Progress() string {
+	var parts []string
+	if g.budget != nil {
+		parts = append(parts, g.budget.String())
+	}
+	if p := g.ep.spec.Price; p != nil {
+		cost := (float64(g.usedPrompt.Load())*p.Input + float64(g.usedCompletion.Load())*p.Output) / 1e6
+		parts = append(parts, fmt.Sprintf("$%.2f this run", cost))
+	}
+	return strings.Join(parts, "  ")
 }
 
 // Prioritize says whether records are sent longest expected answer first.
