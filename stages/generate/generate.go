@@ -17,6 +17,7 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/load/dataset"
+	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
 )
 
 func init() {
@@ -45,6 +46,9 @@ type Options struct {
 	Retries *int `yaml:"retries" fp:"-"`
 	// Timeout bounds one request, as a Go duration ("10m"; default 30m).
 	Timeout string `yaml:"timeout" fp:"-"`
+	// Tokenizer, when set, counts the tokens of answers whose server did not
+	// report usage (a model directory, as for the tokenize stage).
+	Tokenizer string `yaml:"tokenizer" fp:"-"`
 	// Turns is "last" (regenerate the final assistant turn; the default)
 	// or "all" (regenerate every assistant turn in order, each conditioned
 	// on the target's own earlier answers).
@@ -114,8 +118,10 @@ type Generate struct {
 	budget    *budget
 	// used counts the tokens answered in this run, for Progress.
 	usedPrompt, usedCompletion atomic.Int64
-	id                         string
-	share                      float64
+	// tok counts tokens a server did not report; nil when not configured.
+	tok   *tokenizer.Tokenizer
+	id    string
+	share float64
 	// limits are the resolved budget limits, for Estimate.
 	limits []*limit
 	usage  func() (stages.Usage, error)
@@ -156,6 +162,14 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 	}
 	if o.Timeout != "" {
 		g.timeout, _ = time.ParseDuration(o.Timeout)
+	}
+	if o.Tokenizer != "" {
+		dir := inst.Spec.Resolve(o.Tokenizer)
+		v, err := inst.Shared.Get("tokenizer-only:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+		}
+		g.tok = v.(*tokenizer.Tokenizer)
 	}
 	if o.Budget != nil {
 		if err := g.setBudget(inst); err != nil {
@@ -279,6 +293,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*
 		}
 		gen, err := g.ask(ctx, req)
 		if err == nil {
+			g.recount(gen)
 			gen.MaxTokens = g.maxTokens
 			spent += gen.CompletionTokens
 		}
@@ -350,6 +365,24 @@ func (g *Generate) Priority(rec *conv.Record) float64 {
 		return float64(len(m.Content)+len(m.Reasoning)) / 4
 	}
 	return float64(promptTokens(rec))
+}
+
+// recount fills in the completion tokens a server did not report, with
+// the target's tokenizer: the output ids when the server gave them, else the
+// text (which re-tokenizes close to, not exactly as, the model produced it),
+// plus the end-of-turn token when the answer stopped.
+func (g *Generate) recount(gen *conv.Generation) {
+	if gen.CompletionTokens > 0 || g.tok == nil {
+		return
+	}
+	n := len(gen.OutputIDs)
+	if n == 0 {
+		n = g.tok.Count(gen.Reasoning, false) + g.tok.Count(gen.Content, false)
+	}
+	if gen.FinishReason == "stop" {
+		n++
+	}
+	gen.CompletionTokens = n
 }
 
 // answer is a generation as the assistant message of a conversation.
