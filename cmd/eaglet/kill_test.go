@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -120,8 +121,27 @@ func TestRun_SurvivesSIGKILL(t *testing.T) {
 	if kills < 2 {
 		t.Fatalf("only %d runs were killed mid-way; the test needs a slower pipeline", kills)
 	}
-	if done := generatedCount(t, filepath.Join(dir, "state.db")); done == 0 || done >= 120 {
+	done := generatedCount(t, filepath.Join(dir, "state.db"))
+	if done == 0 || done >= 120 {
 		t.Fatalf("after %d kills %d of 120 records were generated; the kills must land mid-stage", kills, done)
+	}
+	// status reports the killed run's committed work.
+	code, out := runBin(bin, "status", "--json", spec)
+	var st struct{ Instances []instanceStatus }
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+		t.Fatalf("status after kills: exit %d, %v\n%s", code, err, out)
+	}
+	shown := 0
+	for _, in := range st.Instances {
+		if strings.HasPrefix(in.Instance, "generate[") {
+			shown += in.Done + in.Failed
+			if in.Done > 0 && in.State != "incomplete" && in.State != "done" {
+				t.Errorf("%s has %d records done but state %q", in.Instance, in.Done, in.State)
+			}
+		}
+	}
+	if shown != done {
+		t.Errorf("status shows %d generated records; the store holds %d", shown, done)
 	}
 	if code, out := runBin(bin, "run", spec); code != 0 {
 		t.Fatalf("final run exited %d:\n%s", code, out)

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -28,6 +29,8 @@ type instanceStatus struct {
 	Failed           int            `json:"failed"`
 	PromptTokens     int64          `json:"prompt_tokens"`
 	CompletionTokens int64          `json:"completion_tokens"`
+	MeanCompletion   float64        `json:"mean_completion_tokens,omitempty"`
+	Dollars          float64        `json:"dollars,omitempty"`
 	Seconds          float64        `json:"seconds"`
 	Reasons          map[string]int `json:"reasons,omitempty"`
 	BadRows          map[string]int `json:"bad_rows_skipped,omitempty"`
@@ -59,6 +62,14 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 				return err
 			}
 		}
+		if st.Done > 0 && st.CompletionTokens > 0 {
+			st.MeanCompletion = float64(st.CompletionTokens) / float64(st.Done)
+		}
+		if o, ok := n.Stage.Options.(*generate.Options); ok {
+			if ep := p.Spec.Endpoint(o.Endpoint); ep != nil && ep.Price != nil {
+				st.Dollars = (float64(st.PromptTokens)*ep.Price.Input + float64(st.CompletionTokens)*ep.Price.Output) / 1e6
+			}
+		}
 		rows = append(rows, st)
 	}
 	if store != nil {
@@ -73,10 +84,17 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "%s has not run yet (no state at %s)\n", p.Spec.Name, p.Spec.State)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "INSTANCE\tSTATE\tDONE\tDROPPED\tSKIPPED\tFAILED\tPROMPT TOK\tCOMPL TOK\tTIME\t")
+	fmt.Fprintln(tw, "INSTANCE\tSTATE\tDONE\tDROPPED\tSKIPPED\tFAILED\tPROMPT TOK\tCOMPL TOK\tMEAN\tCOST\tTIME\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Instance, r.State, r.Done, r.Dropped, r.Skipped, r.Failed,
-			count(r.PromptTokens), count(r.CompletionTokens), duration(r.Seconds))
+		mean, cost := "-", "-"
+		if r.MeanCompletion > 0 {
+			mean = fmt.Sprintf("%.0f", r.MeanCompletion)
+		}
+		if r.Dollars > 0 {
+			cost = fmt.Sprintf("$%.2f", r.Dollars)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Instance, r.State, r.Done, r.Dropped, r.Skipped, r.Failed,
+			count(r.PromptTokens), count(r.CompletionTokens), mean, cost, duration(r.Seconds))
 	}
 	tw.Flush()
 	for _, r := range rows {
