@@ -79,6 +79,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			want: []string{`spec.yaml:7:32: expected a number or auto, got "many"`},
 		},
 		{
+			name: "missing dataset file",
+			spec: strings.Replace(validBase, "source: a.jsonl", "source: missing.jsonl", 1),
+			want: []string{"spec.yaml:5:6: dataset a: source missing.jsonl: no such file or directory"},
+		},
+		{
 			name: "wrong type of number",
 			spec: strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, tokens_per_second: fast}", 1),
 			want: []string{`spec.yaml:7:38: expected a number, got "fast"`},
@@ -92,6 +97,7 @@ func TestLoad_ValidationErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "spec.yaml")
+			os.WriteFile(filepath.Join(filepath.Dir(path), "a.jsonl"), nil, 0o644)
 			if err := os.WriteFile(path, []byte(tt.spec), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -111,6 +117,7 @@ func TestLoad_ValidationErrors(t *testing.T) {
 
 func TestLoad_SecretsNeverPrinted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "spec.yaml")
+	os.WriteFile(filepath.Join(filepath.Dir(path), "a.jsonl"), nil, 0o644)
 	spec := strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, api_key: \"${MY_API_KEY}\"}", 1)
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@
 package specs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -166,6 +167,11 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string) { v.Name = name })
 	for _, ds := range s.Datasets {
 		checkDataset(ds, errs)
+		if ds.Source != "" {
+			if _, err := os.Stat(s.Resolve(ds.Source)); err != nil {
+				errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: source %s: %v", ds.Name, ds.Source, errors.Unwrap(err))
+			}
+		}
 	}
 	for _, ep := range s.Endpoints {
 		checkEndpoint(ep, errs)
