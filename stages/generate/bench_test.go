@@ -27,7 +27,12 @@ func BenchmarkGenerate_RequestsPerSecond(b *testing.B) {
 	}
 	for _, api := range []string{"openai", "openai-stream"} {
 		b.Run(api, func(b *testing.B) {
-			url := simtest.Serve(b, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 50})})
+			// EAGLET_BENCH_URL points at a separate `eaglet sim-server`, so a
+			// profile shows the client alone.
+			url := os.Getenv("EAGLET_BENCH_URL")
+			if url == "" {
+				url = simtest.Serve(b, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 50})})
+			}
 			dir := b.TempDir()
 			writePrompts(b, filepath.Join(dir, "prompts.jsonl"), n)
 			for i := 0; b.Loop(); i++ {
