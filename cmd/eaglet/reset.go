@@ -17,6 +17,7 @@ func runReset(_ context.Context, env *cmdEnv, args []string) error {
 		"Deletes the stored results of a stage instance and of every instance that depends on it,\nso the next run redoes them. Files written by merge are left in place.")
 	stage := fs.String("stage", "", "the stage to forget (required)")
 	dataset := fs.String("dataset", "", "only this dataset's instance")
+	yes := fs.Bool("yes", false, "really forget (without it, reset only lists what it would forget)")
 	p, err := specFromArgs(env, fs, args)
 	if err != nil {
 		return err
@@ -45,11 +46,20 @@ func runReset(_ context.Context, env *cmdEnv, args []string) error {
 	for i, n := range nodes {
 		ids[i] = n.ID
 	}
-	if err := store.Reset(ids); err != nil {
-		return err
+	verb := "would forget"
+	if *yes {
+		verb = "forgot"
 	}
 	for _, id := range ids {
-		fmt.Fprintf(env.stdout, "forgot %s\n", id)
+		st := instanceStatus{Instance: id}
+		if err := fillStatus(store, &st); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "%s %s (%d done, %s completion tokens)\n", verb, id, st.Done, count(st.CompletionTokens))
 	}
-	return nil
+	if !*yes {
+		// Generated answers cost GPU hours or dollars: never delete them on a typo.
+		return &exitError{code: exitFailure, err: errors.New("nothing deleted; add --yes to forget these results")}
+	}
+	return store.Reset(ids)
 }
