@@ -22,8 +22,7 @@ func init() {
 }
 
 func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := flag.NewFlagSet("sim-server", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlags(env, "sim-server", "[flags]", "Serves the simulated target model over HTTP: SGLang's /generate and the OpenAI chat and\ncompletions routes, with a continuous-batching scheduler and fault injection.")
 	addr := fs.String("addr", "127.0.0.1:30000", "listen address")
 	var mc sim.Config
 	var cfg server.Config
