@@ -21,6 +21,10 @@ type Step struct {
 	// "will rerun: max_samples 7000 -> 8000", ...
 	Action   string
 	Estimate stages.Estimate
+	// NewTokens and NewBytes are what the instance itself adds beyond its
+	// input (generation adds tokens, a filter adds none), for totals.
+	NewTokens int64
+	NewBytes  int64
 	// Concurrency is the instance's resolved concurrency (item stages).
 	Concurrency int
 	Mapper      bool
@@ -44,6 +48,18 @@ func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
 }
 
 func (p *Pipeline) planNode(n *Node, store *state.Store, steps map[*Node]*Step, shared *stages.Shared, force bool) *Step {
+	s := p.planStep(n, store, steps, shared, force)
+	var inTokens, inBytes int64
+	for _, up := range n.Needs {
+		inTokens += steps[up].Estimate.CompletionTokens
+		inBytes += steps[up].Estimate.Bytes
+	}
+	s.NewTokens = max(s.Estimate.CompletionTokens-inTokens, 0)
+	s.NewBytes = max(s.Estimate.Bytes-inBytes, 0)
+	return s
+}
+
+func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, shared *stages.Shared, force bool) *Step {
 	s := &Step{Node: n}
 	var in stages.Estimate
 	upstreamRuns, upstreamBroken := false, false

@@ -71,10 +71,10 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 		if s.Run {
 			toRun++
-			completion += e.CompletionTokens
+			completion += s.NewTokens
 			seconds += e.Seconds
 			dollars += e.Dollars
-			disk += e.Bytes
+			disk += s.NewBytes
 		}
 	}
 	tw.Flush()
