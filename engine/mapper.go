@@ -74,7 +74,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 
 	// Workers finish what they started even after an interrupt: a record
 	// half-generated is money spent, so only dispatch stops.
-	workCtx := context.WithoutCancel(ctx)
+	workCtx := stages.WithStop(context.WithoutCancel(ctx), ctx.Done())
 	jobs := make(chan job)
 	results := make(chan outcome, pr.concurrency)
 	var workers sync.WaitGroup
@@ -116,7 +116,8 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	switch {
 	case commitErr != nil:
 		return r.fail(n, commitErr)
-	case err != nil && ctx.Err() != nil:
+	case ctx.Err() != nil:
+		// Records given up on when the stop came are left for the next run.
 		res.Action = "interrupted"
 		r.prog.finish(n, "interrupted; committed what finished")
 		return res
@@ -189,7 +190,7 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 	it.PromptTokens, it.CompletionTokens = tokens(rec)
 	out, err := st.Process(ctx, rec)
 	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		if errors.Is(err, stages.ErrInterrupted) || (errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 			return outcome{err: err}
 		}
 		it.Status, it.Reason = int(stages.Failed), pr.inst.Spec.Redact(err.Error())

@@ -223,13 +223,13 @@ func (s *nodeProgress) status(now time.Time) string {
 }
 
 // errorKind shortens a failure to its kind: the part before the first
-// colon ("http 503", "no answer within 30m"), at most 40 characters.
+// colon ("http 503", "no answer within 30m"), at most 60 characters.
 func errorKind(reason string) string {
 	if i := strings.IndexByte(reason, ':'); i > 0 {
 		reason = reason[:i]
 	}
-	if len(reason) > 40 {
-		reason = reason[:40]
+	if len(reason) > 60 {
+		reason = reason[:57] + "..."
 	}
 	return reason
 }

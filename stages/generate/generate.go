@@ -237,6 +237,9 @@ func (g *Generate) Fingerprint() (string, error) { return g.ep.identity, nil }
 
 // Process asks for the answer once the budget lets the request go.
 func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {
+	if stages.Stopping(ctx) {
+		return stages.Outcome{}, stages.ErrInterrupted
+	}
 	var t *ticket
 	prompt := promptTokens(rec)
 	if g.budget != nil {
@@ -427,6 +430,9 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-stages.StopChan(ctx):
+			// The run is stopping: no new attempt; the next run tries again.
+			return nil, stages.ErrInterrupted
 		}
 	}
 }
