@@ -1,0 +1,37 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/openai"
+)
+
+// A server that is down makes every attempt fail; once the run is told to
+// stop, the record must be given up at once (left for the next run), not
+// after its remaining retries and their backoff.
+func TestAsk_StopEndsRetries(t *testing.T) {
+	c, err := openai.New(openai.Config{URLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Generate{ep: &endpoint{spec: &specs.Endpoint{Name: "down"}, be: c, lim: newLimiter(4, 4, false)},
+		retries: 50, timeout: time.Second, id: "generate[d]", share: 1}
+	stop := make(chan struct{})
+	ctx := stages.WithStop(context.Background(), stop)
+	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+	start := time.Now()
+	_, err = g.ask(ctx, &backend.Request{Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, MaxTokens: 8})
+	if !errors.Is(err, stages.ErrInterrupted) {
+		t.Fatalf("ask returned %v; want ErrInterrupted", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("gave up %s after the stop; want at once", took)
+	}
+}
