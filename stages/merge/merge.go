@@ -33,8 +33,10 @@ type Options struct {
 	Out string `yaml:"out"`
 	// ShuffleSeed orders the output; the same seed gives the same file.
 	ShuffleSeed int `yaml:"shuffle_seed"`
-	// Format is "messages" (id, dataset, messages, tools: ready to train)
-	// or "record" (the whole canonical record with generation details).
+	// Format is "messages" (id, dataset, messages, tools: ready to train),
+	// "specforge" (id, conversations, tools, as SpecForge's data
+	// preparation reads them) or "record" (the whole canonical record with
+	// generation details).
 	Format string `yaml:"format"`
 	// Weights scale datasets by name: 0.5 keeps a seeded half, 2 repeats
 	// every record twice. Unlisted datasets use their own `weight` (1).
@@ -46,8 +48,8 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Out == "" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
 	}
-	if opts.Format != "" && opts.Format != "messages" && opts.Format != "record" {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: format %q; use messages or record", st.Name, opts.Format)}
+	if opts.Format != "" && opts.Format != "messages" && opts.Format != "specforge" && opts.Format != "record" {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: format %q; use messages, specforge or record", st.Name, opts.Format)}
 	}
 	for name, w := range opts.Weights {
 		if spec.Dataset(name) == nil {
@@ -154,8 +156,11 @@ func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	err = out.Each(ctx, func(rec *conv.Record) error {
-		if m.opts.Format == "record" {
+		switch m.opts.Format {
+		case "record":
 			return enc.Encode(rec)
+		case "specforge":
+			return enc.Encode(toSpecForge(rec))
 		}
 		return enc.Encode(line{ID: rec.Key, Dataset: rec.Dataset, Messages: rec.Conversation(), Tools: rec.Tools})
 	})

@@ -1,11 +1,15 @@
 package merge
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/stages/load/dataset"
 )
 
 func TestMerge_WeightsAndShuffle(t *testing.T) {
@@ -30,5 +34,36 @@ func TestMerge_WeightsAndShuffle(t *testing.T) {
 	}
 	if m.Order(rec) >= 1<<63 {
 		t.Error("order must fit a signed 64-bit integer")
+	}
+}
+
+func TestSpecForge_RoundTrip(t *testing.T) {
+	rec := &conv.Record{Key: "k1", Messages: []conv.Message{
+		{Role: conv.System, Content: "sys"},
+		{Role: conv.User, Content: "weather?"},
+		{Role: conv.Assistant, Content: "old"},
+	}, Tools: []conv.ToolDef{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`)}},
+		Generation: &conv.Generation{Content: "", Reasoning: "need the tool",
+			ToolCalls: []conv.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}}}}
+	b, err := json.Marshal(toSpecForge(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sf.jsonl")
+	os.WriteFile(path, append(b, '\n'), 0o644)
+	r, err := dataset.Open(path, dataset.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := r.Next()
+	if err != nil {
+		t.Fatalf("eaglet's own loader cannot read the SpecForge output: %v\n%s", err, b)
+	}
+	want := rec.Conversation()
+	gb, _ := json.Marshal(got.Messages)
+	wb, _ := json.Marshal(want)
+	if string(gb) != string(wb) || len(got.Tools) != 1 || got.Tools[0].Name != "get_weather" {
+		t.Errorf("round trip through specforge format:\n got %s\nwant %s", gb, wb)
 	}
 }
