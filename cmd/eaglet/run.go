@@ -53,6 +53,12 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	results, err := p.Run(ctx, store, opts)
 	summarize(env.stderr, results)
+	if ran(results) {
+		// What the run produced, as `eaglet status` shows it.
+		if rows, serr := collectStatus(p, store); serr == nil {
+			printStatus(env.stdout, p, rows)
+		}
+	}
 	if errors.Is(err, engine.ErrInterrupted) {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted; run again to continue where it stopped")}
 	}
@@ -67,6 +73,15 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		return &exitError{code: exitFailure, err: fmt.Errorf("%d records failed (see `eaglet status`); run again to retry them", failed)}
 	}
 	return nil
+}
+
+func ran(results []*engine.Result) bool {
+	for _, r := range results {
+		if r.Action != "up to date" {
+			return true
+		}
+	}
+	return false
 }
 
 func summarize(w io.Writer, results []*engine.Result) {

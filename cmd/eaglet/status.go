@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate"
 	"github.com/eaglet-dev/eaglet/state"
@@ -51,6 +53,30 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 		return err
 	}
 	var rows []instanceStatus
+	if store != nil {
+		rows, err = collectStatus(p, store)
+		store.Close()
+		if err != nil {
+			return err
+		}
+	} else {
+		rows, _ = collectStatus(p, nil)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "instances": rows})
+	}
+	if store == nil {
+		fmt.Fprintf(env.stdout, "%s has not run yet (no state at %s)\n", p.Spec.Name, p.Spec.State)
+	}
+	printStatus(env.stdout, p, rows)
+	return nil
+}
+
+// collectStatus reads every instance's figures from the store (nil: not run).
+func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, error) {
+	var rows []instanceStatus
 	for _, n := range p.Nodes {
 		st := instanceStatus{Instance: n.ID, Stage: n.Stage.Spec.Name, State: "not run"}
 		if n.Dataset != nil {
@@ -58,8 +84,7 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 		}
 		if store != nil {
 			if err := fillStatus(store, &st); err != nil {
-				store.Close()
-				return err
+				return nil, err
 			}
 		}
 		if st.Done > 0 && st.CompletionTokens > 0 {
@@ -72,18 +97,12 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 		}
 		rows = append(rows, st)
 	}
-	if store != nil {
-		store.Close()
-	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "instances": rows})
-	}
-	if store == nil {
-		fmt.Fprintf(env.stdout, "%s has not run yet (no state at %s)\n", p.Spec.Name, p.Spec.State)
-	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	return rows, nil
+}
+
+// printStatus writes the status table and each instance's reasons and files.
+func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "INSTANCE\tSTATE\tDONE\tDROPPED\tSKIPPED\tFAILED\tPROMPT TOK\tCOMPL TOK\tMEAN\tCOST\tTIME\t")
 	for _, r := range rows {
 		mean, cost := "-", "-"
@@ -111,10 +130,9 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 			notes = append(notes, "error: "+p.Spec.Redact(r.Error))
 		}
 		if len(notes) > 0 {
-			fmt.Fprintf(env.stdout, "%s:\n    %s\n", r.Instance, strings.Join(notes, "\n    "))
+			fmt.Fprintf(w, "%s:\n    %s\n", r.Instance, strings.Join(notes, "\n    "))
 		}
 	}
-	return nil
 }
 
 func reasonList(prefix string, m map[string]int) []string {
