@@ -151,7 +151,7 @@ type Output interface {
 }
 
 // Orderer is implemented by Batch stages whose output has an order (a
-// shuffle): Order gives a record's rank.
+// shuffle): Order gives a record's rank, nonzero and below 2^63.
 type Orderer interface {
 	Order(rec *conv.Record) uint64
 }

@@ -122,12 +122,13 @@ func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []
 	}
 }
 
-// EachOrdered calls fn for the live, done output of one instance in Ord order.
+// EachOrdered calls fn for the live, done output of one instance in Ord
+// order; only rows with a nonzero Ord are ordered output.
 func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error) error {
 	var lastOrd uint64
 	lastKey := ""
-	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.live = 1 AND u.status = 0
-		AND (u.ord, u.key) > (?, ?) ORDER BY u.ord, u.key LIMIT ?`
+	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.ord != 0 AND u.live = 1
+		AND u.status = 0 AND (u.ord, u.key) > (?, ?) ORDER BY u.ord, u.key LIMIT ?`
 	for {
 		rows, err := s.r.QueryContext(ctx, q, inst, int64(lastOrd), lastKey, pageSize)
 		if err != nil {

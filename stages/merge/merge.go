@@ -128,9 +128,10 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 }
 
 // Order shuffles: a record's rank is a seeded hash of its key, kept below
-// 2^63 so it sorts the same as a signed SQLite integer.
+// 2^63 so it sorts the same as a signed SQLite integer, and never 0, which
+// the store reserves for unordered rows.
 func (m *Merge) Order(rec *conv.Record) uint64 {
-	return stages.SeededHash(m.opts.ShuffleSeed, rec.Key) >> 1
+	return stages.SeededHash(m.opts.ShuffleSeed, rec.Key)>>1 | 1
 }
 
 // line is one output record in the messages format.
