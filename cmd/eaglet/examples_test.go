@@ -14,6 +14,8 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
+	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
+	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
 )
 
 // TestExamples runs the example specs end to end against the simulated
@@ -32,9 +34,18 @@ func TestExamples(t *testing.T) {
 			return map[string]string{"OPENAI_BASE_URL": url + "/v1", "OPENROUTER_API_KEY": key}
 		}},
 	}
+	tok, err := tokenizer.Load("../../stages/tokenize/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.New(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
-			url := simtest.Serve(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 200}), APIKey: apiKeyFor(tt.spec, key), Faults: faults})
+			model := sim.New(sim.Config{Seed: 1, MeanTokens: 200})
+			url := simtest.Serve(t, server.Config{Model: model, APIKey: apiKeyFor(tt.spec, key), Faults: faults})
 			out := t.TempDir()
 			vars := tt.env(url)
 			vars["OUT"] = out
@@ -48,15 +59,45 @@ func TestExamples(t *testing.T) {
 			if len(lines) < 100 {
 				t.Fatalf("train.jsonl has %d records; want most of the 140 prompts", len(lines))
 			}
+			seen := map[string]bool{}
 			for _, l := range lines {
 				msgs := l.Messages
 				if len(msgs) < 2 || msgs[len(msgs)-1].Role != conv.Assistant || msgs[len(msgs)-1].Content == "" {
 					t.Fatalf("record %s does not end with the generated answer: %+v", l.ID, msgs)
 				}
+				if seen[l.ID] {
+					t.Fatalf("record %s is in the output twice", l.ID)
+				}
+				seen[l.ID] = true
+				// The stored answer is the one the model gives this very prompt.
+				prompt := sim.Prompt{Messages: msgs[:len(msgs)-1]}
+				if tt.spec == "sglang.yaml" {
+					ids, err := tmpl.PromptIDs(prompt.Messages, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					prompt = sim.Prompt{IDs: ids}
+				}
+				want := model.Answer(prompt, sim.Options{MaxTokens: 4096}).Content
+				if got := msgs[len(msgs)-1].Content; got != want {
+					t.Fatalf("record %s: stored answer does not match its prompt:\n got %.80q\nwant %.80q", l.ID, got, want)
+				}
 			}
+			stdout.Reset()
 			runMain(env, []string{"status", "--json", "../../specs/examples/" + tt.spec})
-			if strings.Contains(stdout.String(), `"failed": 1`) {
-				t.Errorf("some records failed despite retries:\n%s", stdout.String())
+			var st struct{ Instances []instanceStatus }
+			if err := json.Unmarshal(stdout.Bytes(), &st); err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range st.Instances {
+				if in.Instance != "generate[prompts]" {
+					continue
+				}
+				// Every record ends done, skipped or failed with a reason;
+				// the injected faults are all retryable, so none fails.
+				if in.Done+in.Skipped+in.Failed != 140 || in.Failed != 0 {
+					t.Errorf("generate: %d done, %d skipped, %d failed (%v); want all 140 accounted for, none failed", in.Done, in.Skipped, in.Failed, in.Reasons)
+				}
 			}
 			for _, f := range []string{"state.db", "state.db-wal", "train.jsonl"} {
 				if b, err := os.ReadFile(filepath.Join(out, f)); err == nil && bytes.Contains(b, []byte(key)) {
