@@ -126,6 +126,9 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			s.Action = "error: " + err.Error()
 		case pending > 0:
 			s.Action = fmt.Sprintf("will run: %d of %d records to do", pending, in.Records)
+			if s.Estimate.Note != "" {
+				s.Action += " (" + s.Estimate.Note + ")"
+			}
 			s.Estimate = scale(s.Estimate, pending, in.Records)
 		case prev.Status != "done":
 			s.Action = "will finish: last run stopped early"

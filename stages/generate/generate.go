@@ -471,7 +471,7 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 			out.Records = int(float64(in.Records) * frac)
 			out.PromptTokens = int64(float64(out.PromptTokens) * frac)
 			out.CompletionTokens = int64(float64(out.CompletionTokens) * frac)
-			out.Note = fmt.Sprintf("budget allows %.0f%%", 100*frac)
+			out.Note = fmt.Sprintf("the budget allows %.0f%% of them", 100*frac)
 		}
 	}
 	if tps := g.ep.spec.TokensPerSecond; tps > 0 {
