@@ -411,6 +411,7 @@ func promptTokens(rec *conv.Record) int {
 
 // ask makes one request, retrying what may succeed on a second try.
 func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generation, error) {
+	var outage time.Duration
 	for attempt := 0; ; attempt++ {
 		gen, err := g.ep.generate(ctx, g.id, g.share, req, g.timeout)
 		if err == nil {
@@ -420,7 +421,14 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if kind != backend.Retryable || attempt >= g.retries {
+		var be *backend.Error
+		if errors.As(err, &be) && be.NotSent && outage < g.timeout {
+			// The endpoint is resting after failures; waiting for it is not
+			// an attempt, so an outage shorter than the request timeout
+			// delays records without failing them.
+			attempt--
+			outage += wait
+		} else if kind != backend.Retryable || attempt >= g.retries {
 			return nil, err
 		}
 		if wait == 0 {

@@ -57,7 +57,10 @@ type Error struct {
 	Status int
 	// RetryAfter is the server's requested wait, or 0.
 	RetryAfter time.Duration
-	Msg        string
+	// NotSent marks a request that never left (every URL is resting after
+	// failures): waiting for it is not a failed attempt.
+	NotSent bool
+	Msg     string
 }
 
 func (e *Error) Error() string {

@@ -106,7 +106,7 @@ func (p *Pool) Acquire() (*URL, error) {
 			wait = d
 		}
 	}
-	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond),
+	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond), NotSent: true,
 		Msg: fmt.Sprintf("all %d URLs are out of service after repeated failures", len(p.urls))}
 }
 
