@@ -155,14 +155,8 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		if c, err := store.CountOutputs([]string{n.ID}); err == nil {
 			s.Estimate.Records, s.Estimate.Exact = c, true
 		}
-		if counts, err := store.Counts(n.ID); err == nil && s.Mapper {
-			s.Estimate.PromptTokens, s.Estimate.CompletionTokens = 0, 0
-			for _, c := range counts {
-				if c.Status == int(stages.Done) {
-					s.Estimate.PromptTokens += c.PromptTokens
-					s.Estimate.CompletionTokens += c.CompletionTokens
-				}
-			}
+		if u, err := usage(store, []string{n.ID}); err == nil && s.Mapper {
+			s.Estimate.PromptTokens, s.Estimate.CompletionTokens = u.PromptTokens, u.CompletionTokens
 		}
 	}
 	return s
