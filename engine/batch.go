@@ -45,6 +45,16 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		}
 		return r.fail(n, err)
 	}
+	// A key emitted twice is stored once (the first wins): the rest are duplicates.
+	live, err := bw.Live()
+	if err != nil {
+		bw.Rollback()
+		return r.fail(n, err)
+	}
+	if dup := out.count - live; dup > 0 {
+		out.dropped["duplicate"] += dup
+		out.count = live
+	}
 	stats := state.Stats{Dropped: out.dropped, Config: json.RawMessage(pr.config)}
 	if rep, ok := pr.stage.(Reporter); ok {
 		rep.Report(&stats)

@@ -201,7 +201,9 @@ func (s *Store) Reconcile(inst string, upstream []string, fp string) error {
 
 // upsertSQL inserts n rows in one statement: one cgo call per chunk rather
 // than per row is most of the store's write speed.
-func upsertSQL(n int) string {
+// With firstWins, a row already live (written earlier in the same batch) is
+// kept: a batch stage that emits a key twice stores it once.
+func upsertSQL(n int, firstWins bool) string {
 	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated)
@@ -209,7 +211,7 @@ func upsertSQL(n int) string {
 	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
 	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
 	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
-	attempts = attempts + 1, updated = excluded.updated`
+	attempts = attempts + 1, updated = excluded.updated` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
 }
 
 const chunk = 128
@@ -222,13 +224,13 @@ func (s *Store) Commit(inst string, items []Item) error {
 		return err
 	}
 	defer tx.Rollback()
-	if err := putItems(tx, inst, items); err != nil {
+	if err := putItems(tx, inst, items, false); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-func putItems(tx *sql.Tx, inst string, items []Item) error {
+func putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
 	now := time.Now().UnixNano()
 	var full *sql.Stmt
 	defer func() {
@@ -247,13 +249,13 @@ func putItems(tx *sql.Tx, inst string, items []Item) error {
 		var err error
 		if n == chunk {
 			if full == nil {
-				if full, err = tx.Prepare(upsertSQL(chunk)); err != nil {
+				if full, err = tx.Prepare(upsertSQL(chunk, firstWins)); err != nil {
 					return err
 				}
 			}
 			_, err = full.Exec(vals...)
 		} else {
-			_, err = tx.Exec(upsertSQL(n), vals...)
+			_, err = tx.Exec(upsertSQL(n, firstWins), vals...)
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", inst, err)
@@ -294,9 +296,19 @@ func (b *BatchWriter) Put(it Item) error {
 }
 
 func (b *BatchWriter) flush() error {
-	err := putItems(b.tx, b.inst, b.buf)
+	err := putItems(b.tx, b.inst, b.buf, true)
 	b.buf = b.buf[:0]
 	return err
+}
+
+// Live counts the distinct records written so far (a key put twice counts once).
+func (b *BatchWriter) Live() (int, error) {
+	if err := b.flush(); err != nil {
+		return 0, err
+	}
+	var n int
+	err := b.tx.QueryRow(`SELECT COUNT(*) FROM items WHERE instance = ? AND live = 1`, b.inst).Scan(&n)
+	return n, err
 }
 
 // Commit makes the new output, and the instance's new state, visible at once.

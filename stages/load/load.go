@@ -4,7 +4,6 @@ package load
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -82,14 +81,14 @@ func (l *Load) Fingerprint() (string, error) {
 	return fmt.Sprintf("%s|%d|%d|%s|%s|%s", l.path, fi.Size(), fi.ModTime().UnixNano(), l.ds.Format, l.ds.OnError, strings.Join(mapping, ",")), nil
 }
 
-// Run reads the file; a record met twice is kept once.
+// Run reads the file. A record met twice is stored once: the engine keeps
+// the first and counts the rest as duplicates, without a set in memory.
 func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error {
 	r, err := dataset.Open(l.path, l.readOptions())
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	seen := map[[16]byte]struct{}{}
 	for n := 0; l.opts.Limit == 0 || n < l.opts.Limit; n++ {
 		if n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -101,15 +100,6 @@ func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error
 		if err != nil {
 			return fmt.Errorf("%w (set `on_error: skip` on dataset %s to skip and count bad rows)", err, l.ds.Name)
 		}
-		var k [16]byte
-		if _, err := hex.Decode(k[:], []byte(rec.Key)); err != nil {
-			return fmt.Errorf("%s: record key %q is not hex", l.path, rec.Key)
-		}
-		if _, dup := seen[k]; dup {
-			out.Drop("duplicate")
-			continue
-		}
-		seen[k] = struct{}{}
 		rec.Dataset = l.ds.Name
 		if err := out.Emit(rec); err != nil {
 			return err

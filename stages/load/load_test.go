@@ -3,6 +3,7 @@ package load_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
+	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -42,4 +44,13 @@ func TestLoad_BadRowsAndDuplicates(t *testing.T) {
 	if n != 2 || in.Stats.Dropped["duplicate"] != 1 || len(in.Stats.Skipped) != 1 {
 		t.Errorf("loaded %d records, stats %+v; want 2 records, 1 duplicate, 1 bad row counted", n, in.Stats)
 	}
+	// The first occurrence of a duplicate is the one kept.
+	store.EachOutput(context.Background(), []string{"load[d]"}, func(row state.Row) error {
+		var rec conv.Record
+		json.Unmarshal(row.Data, &rec)
+		if rec.Messages[0].Content == "one" && rec.Source.Line != 1 {
+			t.Errorf("the duplicate kept is from line %d; want the first, line 1", rec.Source.Line)
+		}
+		return nil
+	})
 }
