@@ -34,10 +34,13 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	env := spec.Env(n.Dataset, in)
 	opts := cloneOptions(n.Stage.Options)
 	err := walkExprs(reflect.ValueOf(opts), func(e *specs.Expr, eval string) error {
-		if eval != "" {
-			return nil
+		switch eval {
+		case "", "number":
+			return e.Resolve(env)
+		case "int":
+			return e.ResolveInt(env)
 		}
-		return e.Resolve(env)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n.ID, err)

@@ -153,6 +153,8 @@ func compileStage(spec *specs.Spec, st *specs.Stage) (*Stage, error) {
 			err = e.Compile(recEnv)
 		case "predicate":
 			err = e.Compile(recEnv, expr.AsBool())
+		case "int", "number":
+			err = e.Compile(instEnv, expr.AsFloat64())
 		default:
 			err = e.Compile(instEnv)
 		}
@@ -163,7 +165,7 @@ func compileStage(spec *specs.Spec, st *specs.Stage) (*Stage, error) {
 	}
 	walkExprs(reflect.ValueOf(opts), compile)
 	if !st.Concurrency.IsZero() {
-		compile(&st.Concurrency, "")
+		compile(&st.Concurrency, "int")
 	}
 	if errs == nil && kind.Check != nil {
 		if err := kind.Check(spec, st, opts); err != nil {

@@ -210,6 +210,9 @@ func show(v any) string {
 	if v == nil {
 		return "(unset)"
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // show ">=" as written, not as \u003e=
+	enc.Encode(v)
+	return strings.TrimSpace(b.String())
 }

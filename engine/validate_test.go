@@ -79,6 +79,26 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			want: []string{`spec.yaml:7:32: expected a number or auto, got "many"`},
 		},
 		{
+			name: "string where a number is needed",
+			spec: validBase + "  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: \"'abc'\"}}\n",
+			want: []string{"spec.yaml:10:", "expected float64"},
+		},
+		{
+			name: "misspelt var names the var",
+			spec: validBase + "  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: \"vars.max_sample\"}}\n",
+			want: []string{"unknown var max_sample (define it under vars:)"},
+		},
+		{
+			name: "unknown dataset format",
+			spec: strings.Replace(validBase, "source: a.jsonl", "source: a.jsonl, format: alpacca", 1),
+			want: []string{`spec.yaml:5:6: dataset a: unknown format "alpacca"; use auto or one of`},
+		},
+		{
+			name: "endpoint option typo reported once, in place",
+			spec: strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, options: {mean_token: 5}}", 1) + "  - {name: g, uses: generate, needs: [load], foreach: datasets}\n",
+			want: []string{`spec.yaml:7:29: unknown key "mean_token" (did you mean "mean_tokens"?)`},
+		},
+		{
 			name: "missing dataset file",
 			spec: strings.Replace(validBase, "source: a.jsonl", "source: missing.jsonl", 1),
 			want: []string{"spec.yaml:5:6: dataset a: source missing.jsonl: no such file or directory"},

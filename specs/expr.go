@@ -2,6 +2,7 @@ package specs
 
 import (
 	"encoding/json"
+	"math"
 	"errors"
 	"fmt"
 	"reflect"
@@ -69,7 +70,10 @@ func (e *Expr) EvalInt(env any) (int, error) {
 	case int64:
 		return int(n), nil
 	case float64:
-		if n != float64(int64(n)) {
+		if math.IsInf(n, 0) || math.IsNaN(n) {
+			return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %v (a division by zero?); a whole number is needed", e.Src, n)}
+		}
+		if n != math.Trunc(n) {
 			return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %v; a whole number is needed (use ceil or floor)", e.Src, n)}
 		}
 		return int(n), nil
@@ -105,6 +109,17 @@ func (e *Expr) Resolve(env any) error {
 		v = int(f)
 	}
 	e.val, e.resolved = v, true
+	return nil
+}
+
+// ResolveInt is Resolve for a whole number: 1.5, an infinity (a division
+// by zero) or a string is an error at the expression's position.
+func (e *Expr) ResolveInt(env any) error {
+	n, err := e.EvalInt(env)
+	if err != nil {
+		return err
+	}
+	e.val, e.resolved = n, true
 	return nil
 }
 
@@ -157,6 +172,10 @@ func (e *Expr) errorAt(err error) error {
 	msg := err.Error()
 	if errors.As(err, &fe) {
 		msg = fe.Message
+		// vars is a generated struct; name the missing var, not the Go type.
+		if i := strings.Index(msg, " has no field "); i > 0 && strings.HasPrefix(msg, "type struct") {
+			msg = "unknown var " + strings.TrimSpace(msg[i+len(" has no field "):]) + " (define it under vars:)"
+		}
 		if fe.Line <= 1 {
 			if e.quoted {
 				pos.Col++

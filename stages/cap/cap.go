@@ -25,7 +25,7 @@ func init() {
 // Options of cap.
 type Options struct {
 	// MaxSamples is how many records to keep at most (an expression).
-	MaxSamples specs.Expr `yaml:"max_samples"`
+	MaxSamples specs.Expr `yaml:"max_samples" eval:"int"`
 	// Seed chooses the sample; the same seed always picks the same records.
 	Seed int `yaml:"seed"`
 	// DropIf drops records before sampling, e.g. "prompt_chars > 20000".

@@ -15,10 +15,10 @@ import (
 // BudgetOptions limit what a generate instance (or the whole stage) may
 // spend. Each limit is an expression; several may be set at once.
 type BudgetOptions struct {
-	CompletionTokens specs.Expr `yaml:"completion_tokens"`
-	TotalTokens      specs.Expr `yaml:"total_tokens"`
-	Samples          specs.Expr `yaml:"samples"`
-	Dollars          specs.Expr `yaml:"dollars"`
+	CompletionTokens specs.Expr `yaml:"completion_tokens" eval:"number"`
+	TotalTokens      specs.Expr `yaml:"total_tokens" eval:"number"`
+	Samples          specs.Expr `yaml:"samples" eval:"number"`
+	Dollars          specs.Expr `yaml:"dollars" eval:"number"`
 	// Tolerance is the overshoot accepted, as a fraction of the limit
 	// (default 0). Larger finishes sooner: fewer requests wait for
 	// the last answers before the final ones are sent.

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/go-multierror"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -36,7 +39,7 @@ type Options struct {
 	Endpoint string `yaml:"endpoint" fp:"-"`
 	// MaxTokens caps each answer (an expression; default 4096). It is always
 	// sent: servers' own defaults are as low as 16 tokens.
-	MaxTokens   specs.Expr `yaml:"max_tokens"`
+	MaxTokens   specs.Expr `yaml:"max_tokens" eval:"int"`
 	Temperature *float64   `yaml:"temperature"`
 	TopP        *float64   `yaml:"top_p"`
 	TopK        *int       `yaml:"top_k"`
@@ -59,7 +62,7 @@ type Options struct {
 	Order string `yaml:"order" fp:"-"`
 	// Share weighs this instance's part of the endpoint's capacity against
 	// other instances using it (an expression; default 1).
-	Share specs.Expr `yaml:"share" fp:"-"`
+	Share specs.Expr `yaml:"share" fp:"-" eval:"number"`
 	// Budget stops sending requests before a limit is crossed; records not
 	// sent are skipped (budget) and sent by a later run with a larger budget.
 	Budget *BudgetOptions `yaml:"budget" fp:"-"`
@@ -100,8 +103,17 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: a dollars budget needs `price:` on endpoint %s", st.Name, opts.Endpoint)}
 		}
 	}
-	if _, err := newEndpoint(spec, spec.Endpoint(opts.Endpoint)); err != nil {
-		return &specs.Error{Pos: spec.Endpoint(opts.Endpoint).Pos, Msg: err.Error()}
+	ep := spec.Endpoint(opts.Endpoint)
+	if !slices.Contains(specs.APIs, ep.API) {
+		return nil // already reported by the spec's own checks
+	}
+	if _, err := newEndpoint(spec, ep); err != nil {
+		var se *specs.Error
+		var me *multierror.Error
+		if errors.As(err, &se) || errors.As(err, &me) {
+			return err // positioned inside the endpoint's options
+		}
+		return &specs.Error{Pos: ep.Pos, Msg: err.Error()}
 	}
 	return nil
 }

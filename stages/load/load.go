@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,7 +34,17 @@ type Options struct {
 	Limit int `yaml:"limit"`
 }
 
-func check(_ *specs.Spec, st *specs.Stage, _ any) error {
+func check(spec *specs.Spec, st *specs.Stage, _ any) error {
+	var names []string
+	for _, f := range dataset.FormatDoc() {
+		names = append(names, f[0])
+	}
+	for _, ds := range spec.Datasets {
+		if ds.Format == "auto" || slices.Contains(names, ds.Format) {
+			continue
+		}
+		return &specs.Error{Pos: ds.Pos, Msg: fmt.Sprintf("dataset %s: unknown format %q; use auto or one of %s", ds.Name, ds.Format, strings.Join(names, ", "))}
+	}
 	if st.Foreach != "datasets" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: load reads one dataset per instance; add `foreach: datasets`", st.Name)}
 	}

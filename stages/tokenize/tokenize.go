@@ -39,7 +39,7 @@ type Options struct {
 	// ChatTemplate overrides the tokenizer's own chat template (a Jinja file).
 	ChatTemplate string `yaml:"chat_template"`
 	// MaxPromptTokens drops prompts longer than this (an expression; 0: no limit).
-	MaxPromptTokens specs.Expr `yaml:"max_prompt_tokens"`
+	MaxPromptTokens specs.Expr `yaml:"max_prompt_tokens" eval:"int"`
 }
 
 func check(spec *specs.Spec, st *specs.Stage, o any) error {
