@@ -165,7 +165,7 @@ func TestPlan_SaysWhatChanged(t *testing.T) {
 	want := map[string]string{
 		"load[chat]":     "up to date",
 		"cap[chat]":      "will rerun: max_samples 50 -> 80",
-		"generate[chat]": "will run if its input changes",
+		"generate[chat]": "will run after its input: about 30 new records",
 	}
 	for id, w := range want {
 		if actions[id] != w {

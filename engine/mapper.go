@@ -118,6 +118,8 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return r.fail(n, commitErr)
 	case ctx.Err() != nil:
 		// Records given up on when the stop came are left for the next run.
+		running.Seconds += time.Since(started).Seconds()
+		r.store.PutInstance(running)
 		res.Action = "interrupted"
 		r.prog.finish(n, "interrupted; committed what finished")
 		return res

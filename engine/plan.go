@@ -117,6 +117,24 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		s.Action = "will run: never ran"
 	case prev.Fingerprint != pr.fp:
 		s.Action = "will rerun: " + configDiff(string(prev.Stats.Config), pr.config)
+	case upstreamRuns && s.Mapper:
+		// Outcomes already stored are kept for the records that stay, so
+		// only the part of the input beyond them is new work.
+		kept := 0
+		if counts, err := store.Counts(n.ID); err == nil {
+			for _, c := range counts {
+				if c.Status == int(stages.Done) || c.Status == int(stages.Dropped) {
+					kept += c.N
+				}
+			}
+		}
+		todo := max(in.Records-kept, 0)
+		s.Estimate = scale(s.Estimate, todo, in.Records)
+		if todo == 0 {
+			s.Action = "will recheck its input; no new records expected"
+		} else {
+			s.Action = fmt.Sprintf("will run after its input: about %d new records", todo)
+		}
 	case upstreamRuns:
 		s.Action = "will run if its input changes"
 	case s.Mapper:
@@ -131,7 +149,8 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			}
 			s.Estimate = scale(s.Estimate, pending, in.Records)
 		case prev.Status != "done":
-			s.Action = "will finish: last run stopped early"
+			s.Action = "will finish: last run stopped early; nothing left to process"
+			s.Estimate = scale(s.Estimate, 0, in.Records)
 		default:
 			s.Run, s.Action = false, "up to date"
 		}
@@ -165,6 +184,10 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 // scale keeps the cost figures of the part of an instance still to do.
 func scale(e stages.Estimate, part, whole int) stages.Estimate {
 	if whole <= 0 || part >= whole {
+		return e
+	}
+	if part <= 0 {
+		e.CompletionTokens, e.Seconds, e.Dollars = 0, 0, 0
 		return e
 	}
 	f := float64(part) / float64(whole)
