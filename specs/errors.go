@@ -89,7 +89,10 @@ func FormatErrors(errs []error) string {
 	return b.String()
 }
 
-// suggest returns " (did you mean "x"?)" for the closest candidate, or "".
+// Suggest returns ` (did you mean "x"?)` for the candidate closest to got,
+// or "" when none is close.
+func Suggest(got string, candidates []string) string { return suggest(got, candidates) }
+
 func suggest(got string, candidates []string) string {
 	best, bestD := "", 1<<30
 	for _, c := range candidates {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // quickSpec writes an instant version of the quickstart into a temp dir.
@@ -78,6 +80,33 @@ func TestCLI_Lifecycle(t *testing.T) {
 		if in.Instance == "generate[tools]" && in.State != "not run" {
 			t.Errorf("generate[tools] is %q after reset; want not run", in.State)
 		}
+	}
+}
+
+func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
+	spec := quickSpec(t)
+	if code, _, errOut := eaglet("run", spec); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	// A later run of generate[chat] was cut short: what filter[chat]
+	// holds is no longer final.
+	store, err := state.Open(filepath.Join(filepath.Dir(spec), "runs/quickstart/state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := store.GetInstance("generate[chat]")
+	in.Status = "running"
+	store.PutInstance(in)
+	store.Close()
+	_, out, _ := eaglet("status", "--json", spec)
+	var st struct{ Instances []instanceStatus }
+	json.Unmarshal([]byte(out), &st)
+	states := map[string]string{}
+	for _, in := range st.Instances {
+		states[in.Instance] = in.State
+	}
+	if states["generate[chat]"] != "incomplete" || states["filter[chat]"] != "stale" || states["merge"] != "stale" || states["filter[code]"] != "done" {
+		t.Errorf("states %v; want generate[chat] incomplete, filter[chat] and merge stale, filter[code] done", states)
 	}
 }
 

@@ -97,6 +97,17 @@ func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, er
 		}
 		rows = append(rows, st)
 	}
+	// An instance whose input is still being made is not final, whatever
+	// it finished last time.
+	state := map[string]string{}
+	for i, n := range p.Nodes {
+		for _, up := range n.Needs {
+			if s := state[up.ID]; s != "done" && s != "" && rows[i].State == "done" {
+				rows[i].State = "stale"
+			}
+		}
+		state[n.ID] = rows[i].State
+	}
 	return rows, nil
 }
 

@@ -82,7 +82,7 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	case opts.Endpoint == "":
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: generate needs `endpoint:` (one of %v)", st.Name, names)}
 	case spec.Endpoint(opts.Endpoint) == nil:
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: unknown endpoint %q; endpoints: %v", st.Name, opts.Endpoint, names)}
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: unknown endpoint %q%s; endpoints: %v", st.Name, opts.Endpoint, specs.Suggest(opts.Endpoint, names), names)}
 	}
 	if opts.Timeout != "" {
 		if _, err := time.ParseDuration(opts.Timeout); err != nil {

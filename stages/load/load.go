@@ -45,7 +45,7 @@ func check(spec *specs.Spec, st *specs.Stage, _ any) error {
 		}
 		return &specs.Error{Pos: ds.Pos, Msg: fmt.Sprintf("dataset %s: unknown format %q; use auto or one of %s", ds.Name, ds.Format, strings.Join(names, ", "))}
 	}
-	if st.Foreach != "datasets" {
+	if st.Foreach == "" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: load reads one dataset per instance; add `foreach: datasets`", st.Name)}
 	}
 	if len(st.Needs) > 0 {
