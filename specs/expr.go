@@ -2,9 +2,9 @@ package specs
 
 import (
 	"encoding/json"
-	"math"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
