@@ -123,3 +123,17 @@ func TestCLI_InvalidSpec(t *testing.T) {
 		}
 	}
 }
+
+func TestInspect_CountsDuplicates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	row := `{"messages":[{"role":"user","content":"same"}]}` + "\n"
+	os.WriteFile(path, []byte(row+row+`{"messages":[{"role":"user","content":"other"}]}`+"\n"), 0o644)
+	code, out, _ := eaglet("inspect", "-json", path)
+	var rep inspectReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("inspect: exit %d\n%s", code, out)
+	}
+	if rep.Records != 3 || rep.Duplicates != 1 {
+		t.Errorf("inspect found %d records, %d duplicates; want 3 and 1", rep.Records, rep.Duplicates)
+	}
+}

@@ -24,18 +24,21 @@ func init() {
 
 // inspectReport is what inspect finds in one file; -json prints it as is.
 type inspectReport struct {
-	File      string         `json:"file"`
-	Container string         `json:"container,omitempty"`
-	Shape     string         `json:"shape,omitempty"`
-	Records   int            `json:"records"`
-	BadRows   int            `json:"bad_rows"`
-	Roles     map[string]int `json:"roles"`
-	Tools     map[string]int `json:"tools"`
-	ToolCalls int            `json:"tool_calls"`
-	Reasoning int            `json:"reasoning_messages"`
-	MultiTurn int            `json:"pending_turns"`
-	Sample    *conv.Record   `json:"sample,omitempty"`
-	Problems  []string       `json:"problems"`
+	File      string `json:"file"`
+	Container string `json:"container,omitempty"`
+	Shape     string `json:"shape,omitempty"`
+	Records   int    `json:"records"`
+	BadRows   int    `json:"bad_rows"`
+	// Duplicates counts records whose content repeats an earlier one; the
+	// load stage keeps the first and drops the rest.
+	Duplicates int            `json:"duplicates"`
+	Roles      map[string]int `json:"roles"`
+	Tools      map[string]int `json:"tools"`
+	ToolCalls  int            `json:"tool_calls"`
+	Reasoning  int            `json:"reasoning_messages"`
+	MultiTurn  int            `json:"pending_turns"`
+	Sample     *conv.Record   `json:"sample,omitempty"`
+	Problems   []string       `json:"problems"`
 }
 
 func runInspect(ctx context.Context, env *cmdEnv, args []string) error {
@@ -109,6 +112,7 @@ func inspectFile(ctx context.Context, path string, opts dataset.Options, sample 
 		return nil, err
 	}
 	defer r.Close()
+	seen := map[string]bool{}
 	for {
 		if rep.Records%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -133,6 +137,10 @@ func inspectFile(ctx context.Context, path string, opts dataset.Options, sample 
 			rep.Sample = rec
 		}
 		rep.Records++
+		if seen[rec.Key] {
+			rep.Duplicates++
+		}
+		seen[rec.Key] = true
 		for _, msg := range rec.Messages {
 			rep.Roles[msg.Role]++
 			rep.ToolCalls += len(msg.ToolCalls)
@@ -154,7 +162,11 @@ func inspectFile(ctx context.Context, path string, opts dataset.Options, sample 
 func printReport(w io.Writer, rep *inspectReport, maxProblems int) {
 	fmt.Fprintf(w, "%s\n", rep.File)
 	fmt.Fprintf(w, "  container  %s\n  shape      %s\n", rep.Container, orNone(rep.Shape))
-	fmt.Fprintf(w, "  records    %d loaded, %d bad\n", rep.Records, rep.BadRows)
+	fmt.Fprintf(w, "  records    %d loaded, %d bad", rep.Records, rep.BadRows)
+	if rep.Duplicates > 0 {
+		fmt.Fprintf(w, ", %d duplicates (load keeps the first)", rep.Duplicates)
+	}
+	fmt.Fprintln(w)
 	var roles []string
 	for _, role := range []string{conv.System, conv.User, conv.Assistant, conv.Tool} {
 		if n := rep.Roles[role]; n > 0 {
