@@ -19,16 +19,10 @@ func init() {
 func runPlan(_ context.Context, env *cmdEnv, args []string) error {
 	fs := newFlags(env, "plan", "[--detailed-exitcode] SPEC", "Shows for each stage instance whether it is up to date or will run and why, with\nestimates. Reads local files and the state store; calls no server.")
 	detailed := fs.Bool("detailed-exitcode", false, "exit 4 when something would run, 0 when all is up to date")
-	p, err := specFromArgs(env, fs, args)
+	p, store, err := specAndStore(env, fs, args)
+	defer closeStore(store)
 	if err != nil {
 		return err
-	}
-	store, err := openExisting(p)
-	if err != nil {
-		return err
-	}
-	if store != nil {
-		defer store.Close()
 	}
 	steps := p.Plan(store, nil)
 	printPlan(env.stdout, p, steps)

@@ -86,6 +86,23 @@ func specFromArgs(env *cmdEnv, fs *flag.FlagSet, args []string) (*engine.Pipelin
 	return loadPipeline(env, path)
 }
 
+// specAndStore is specFromArgs plus the spec's store, opened only if a run
+// created it (nil otherwise); close it with closeStore.
+func specAndStore(env *cmdEnv, fs *flag.FlagSet, args []string) (*engine.Pipeline, *state.Store, error) {
+	p, err := specFromArgs(env, fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openExisting(p)
+	return p, store, err
+}
+
+func closeStore(s *state.Store) {
+	if s != nil {
+		s.Close()
+	}
+}
+
 // openExisting opens the pipeline's store if a run has created it, else nil.
 func openExisting(p *engine.Pipeline) (*state.Store, error) {
 	if !state.Exists(p.Spec.State) {

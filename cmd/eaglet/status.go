@@ -44,23 +44,14 @@ type instanceStatus struct {
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 	fs := newFlags(env, "status", "[--json] SPEC", "Shows what the state store holds for each stage instance.")
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	p, err := specFromArgs(env, fs, args)
+	p, store, err := specAndStore(env, fs, args)
+	defer closeStore(store)
 	if err != nil {
 		return err
 	}
-	store, err := openExisting(p)
+	rows, err := collectStatus(p, store)
 	if err != nil {
 		return err
-	}
-	var rows []instanceStatus
-	if store != nil {
-		rows, err = collectStatus(p, store)
-		store.Close()
-		if err != nil {
-			return err
-		}
-	} else {
-		rows, _ = collectStatus(p, nil)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
