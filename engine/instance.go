@@ -86,6 +86,10 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	return &prepared{node: n, inst: inst, stage: st, fp: fp, config: config, concurrency: max(conc, 1)}, nil
 }
 
+// lengthSample is how many completion lengths usage reads per instance:
+// enough to fit a length distribution, few enough to read in milliseconds.
+const lengthSample = 4096
+
 // usage adds up the live, done outcomes of instances.
 func usage(store *state.Store, ids []string) (stages.Usage, error) {
 	var u stages.Usage
@@ -94,6 +98,11 @@ func usage(store *state.Store, ids []string) (stages.Usage, error) {
 		if err != nil {
 			return u, err
 		}
+		lengths, err := store.CompletionLengths(id, lengthSample)
+		if err != nil {
+			return u, err
+		}
+		u.Lengths = append(u.Lengths, lengths...)
 		for _, c := range counts {
 			if c.Status == int(stages.Done) {
 				u.Records += int64(c.N)

@@ -61,6 +61,9 @@ type Usage struct {
 	Records          int64
 	PromptTokens     int64
 	CompletionTokens int64
+	// Lengths is a sample of the completion lengths, so a budget resumes
+	// knowing how long answers run instead of relearning it.
+	Lengths []int
 }
 
 // Stage is implemented by exactly one of Mapper and Batch.

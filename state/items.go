@@ -360,6 +360,27 @@ func (s *Store) Counts(inst string) ([]Count, error) {
 	return out, rows.Err()
 }
 
+// CompletionLengths returns the completion tokens of up to n live, done
+// outcomes of inst. Keys are content hashes, so the first n by key are a
+// fair sample.
+func (s *Store) CompletionLengths(inst string, n int) ([]int, error) {
+	rows, err := s.r.Query(`SELECT ctok FROM items WHERE instance = ? AND live = 1 AND status = 0
+		ORDER BY key LIMIT ?`, inst, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var c int
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // OutputDigest hashes the keys and content hashes of an instance's live,
 // done output, so a change anywhere in it changes the digest.
 func (s *Store) OutputDigest(ctx context.Context, inst string) (string, error) {

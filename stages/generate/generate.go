@@ -224,14 +224,7 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 		expected = g.ds.EstCompletionTokens
 	}
 	v, err := inst.Shared.Get(key, func() (any, error) {
-		var prior func() (int64, int64, int64, error)
-		if g.usage != nil {
-			prior = func() (int64, int64, int64, error) {
-				u, err := g.usage()
-				return u.PromptTokens, u.CompletionTokens, u.Records, err
-			}
-		}
-		return newBudget(g.limits, tol, newLengthModel(min(expected, g.maxTokens), g.maxTokens), prior), nil
+		return newBudget(g.limits, tol, newLengthModel(min(expected, g.maxTokens), g.maxTokens), g.usage), nil
 	})
 	if err != nil {
 		return err
