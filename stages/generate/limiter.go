@@ -145,12 +145,24 @@ type gradient struct {
 	// probing is the start: like TCP's slow start, the limit grows by one
 	// per completed request (doubling each round) until tokens first slow.
 	probing bool
+	// peak is the highest limit since the baseline was set, and low counts
+	// completions since the limit fell under half of it: if halving the
+	// load did not bring tokens back to the baseline, the server itself
+	// got slower (another tenant, longer contexts) and the baseline is
+	// relearned, as BBR re-measures its minimum RTT; otherwise a 25-hour
+	// run would sit at a concurrency of 4 after a server slowdown.
+	peak float64
+	low  int
 }
 
 const (
 	shortWindow = 20.0
 	// slack is the slowdown per token accepted before backing off.
 	slack = 1.1
+	// relearnAfter is how many completions at under half the peak limit
+	// show that backing off did not help: enough for the short averages to
+	// have forgotten the load before the back-off.
+	relearnAfter = 3 * shortWindow
 )
 
 func (g *gradient) observe(limit, maxLimit, seconds, tokens float64) float64 {
@@ -167,10 +179,21 @@ func (g *gradient) observe(limit, maxLimit, seconds, tokens float64) float64 {
 		}
 		return limit
 	}
-	// The baseline is the fastest speed seen in this run. It never rises:
-	// a rising minimum ratchets the limit upward while the server queues.
+	// The baseline is the fastest speed seen, and does not drift up with
+	// the recent speed: a rising baseline would ratchet the limit upward
+	// while the server queues. It is only relearned below.
 	if g.baseline == 0 || short < g.baseline {
 		g.baseline = short
+	}
+	g.peak = math.Max(g.peak, limit)
+	if limit < g.peak/2 {
+		g.low++
+	} else {
+		g.low = 0
+	}
+	if g.low >= relearnAfter && short > slack*g.baseline {
+		g.baseline, g.peak, g.low = short, limit, 0
+		g.probing = true
 	}
 	grad := math.Max(0.5, math.Min(1, slack*g.baseline/short))
 	if g.probing {

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 )
@@ -59,5 +60,32 @@ func TestGradient_GrowsThenBacksOff(t *testing.T) {
 	}
 	if limit < 35 || limit > 60 {
 		t.Errorf("limit settled at %.1f; want near the server's knee of 40", limit)
+	}
+}
+
+// TestGradient_RelearnsASlowerServer: when the server becomes twice as slow
+// for reasons of its own (its knee still at 40 in flight), backing off
+// cannot restore the old speed; the limit must find the knee again rather
+// than settle near 4.
+func TestGradient_RelearnsASlowerServer(t *testing.T) {
+	g := &gradient{probing: true}
+	limit := 16.0
+	factor := 1.0
+	perToken := func(inflight float64) float64 {
+		return factor * 0.001 * math.Max(1, inflight/40)
+	}
+	for range 2000 {
+		limit = g.observe(limit, 400, perToken(limit)*200, 200)
+	}
+	before := limit
+	factor = 2
+	var lowest float64 = limit
+	for range 4000 {
+		limit = g.observe(limit, 400, perToken(limit)*200, 200)
+		lowest = math.Min(lowest, limit)
+	}
+	t.Logf("limit %.1f before the slowdown, fell to %.1f, settled at %.1f", before, lowest, limit)
+	if limit < 30 || limit > 60 {
+		t.Errorf("after the server slowed down the limit settled at %.1f; want near its knee of 40", limit)
 	}
 }
