@@ -20,6 +20,13 @@ stages:
   - {name: load, uses: load, foreach: datasets}
 `
 
+// generateBase and mergeBase open a block-style stage (line 10) whose
+// `with:` options follow from line 15, so option positions are easy to count.
+const (
+	generateBase = validBase + "  - name: g\n    uses: generate\n    needs: [load]\n    foreach: datasets\n    with:\n"
+	mergeBase    = validBase + "  - name: m\n    uses: merge\n    needs: [load]\n    with:\n      out: out.jsonl\n"
+)
+
 func TestLoad_ValidationErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -107,6 +114,33 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			name: "wrong type of number",
 			spec: strings.Replace(validBase, "sim: {api: sim}", "sim: {api: sim, tokens_per_second: fast}", 1),
 			want: []string{`spec.yaml:7:38: expected a number, got "fast"`},
+		},
+		{
+			name: "bad order points at its value",
+			spec: generateBase + "      order: shortest_first\n",
+			want: []string{`spec.yaml:15:14: stage g: order is "shortest_first"; the only value is longest_first
+    |       order: shortest_first
+    |              ^`},
+		},
+		{
+			name: "bad turns points at its value",
+			spec: generateBase + "      turns: every\n",
+			want: []string{`spec.yaml:15:14: stage g: turns is "every"; use last or all`},
+		},
+		{
+			name: "bad budget scope points at its value",
+			spec: generateBase + "      budget:\n        samples: 10\n        scope: run\n",
+			want: []string{`spec.yaml:17:16: stage g: budget scope is "run"; use dataset or stage`},
+		},
+		{
+			name: "unknown endpoint points at its value, with hint",
+			spec: generateBase + "      endpoint: simm\n",
+			want: []string{`spec.yaml:15:17: stage g: unknown endpoint "simm" (did you mean "sim"?); endpoints: [sim]`},
+		},
+		{
+			name: "merge weight of an unknown dataset points at its name",
+			spec: mergeBase + "      weights: {a: 1, b: 2}\n",
+			want: []string{`spec.yaml:15:23: stage m: weights name unknown dataset "b" (did you mean "a"?); datasets: [a]`},
 		},
 		{
 			name: "every problem at once",

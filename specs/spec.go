@@ -194,15 +194,6 @@ func yamlSyntaxError(path string, err error) error {
 	return &Error{Pos: Pos{File: path}, Msg: "YAML syntax: " + msg}
 }
 
-func valueNode(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return m
-}
-
 // decodeNamed decodes a mapping of names to T, keeping the file's order.
 func decodeNamed[T any](d *decoder, n *yaml.Node, what string, setName func(*T, string)) []*T {
 	if n == nil {

@@ -82,25 +82,25 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	case opts.Endpoint == "":
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: generate needs `endpoint:` (one of %v)", st.Name, names)}
 	case spec.Endpoint(opts.Endpoint) == nil:
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: unknown endpoint %q%s; endpoints: %v", st.Name, opts.Endpoint, specs.Suggest(opts.Endpoint, names), names)}
+		return &specs.Error{Pos: st.OptionPos("endpoint"), Msg: fmt.Sprintf("stage %s: unknown endpoint %q%s; endpoints: %v", st.Name, opts.Endpoint, specs.Suggest(opts.Endpoint, names), names)}
 	}
 	if opts.Timeout != "" {
 		if _, err := time.ParseDuration(opts.Timeout); err != nil {
-			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: timeout %q is not a duration like 90s or 10m", st.Name, opts.Timeout)}
+			return &specs.Error{Pos: st.OptionPos("timeout"), Msg: fmt.Sprintf("stage %s: timeout %q is not a duration like 90s or 10m", st.Name, opts.Timeout)}
 		}
 	}
 	if opts.Order != "" && opts.Order != "longest_first" {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: order is %q; the only value is longest_first", st.Name, opts.Order)}
+		return &specs.Error{Pos: st.OptionPos("order"), Msg: fmt.Sprintf("stage %s: order is %q; the only value is longest_first", st.Name, opts.Order)}
 	}
 	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: turns is %q; use last or all", st.Name, opts.Turns)}
+		return &specs.Error{Pos: st.OptionPos("turns"), Msg: fmt.Sprintf("stage %s: turns is %q; use last or all", st.Name, opts.Turns)}
 	}
 	if b := opts.Budget; b != nil {
 		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
-			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: budget scope %q; use dataset or stage", st.Name, b.Scope)}
+			return &specs.Error{Pos: st.OptionPos("budget", "scope"), Msg: fmt.Sprintf("stage %s: budget scope is %q; use dataset or stage", st.Name, b.Scope)}
 		}
 		if !b.Dollars.IsZero() && spec.Endpoint(opts.Endpoint).Price == nil {
-			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: a dollars budget needs `price:` on endpoint %s", st.Name, opts.Endpoint)}
+			return &specs.Error{Pos: st.OptionPos("budget", "dollars"), Msg: fmt.Sprintf("stage %s: a dollars budget needs `price:` on endpoint %s", st.Name, opts.Endpoint)}
 		}
 	}
 	ep := spec.Endpoint(opts.Endpoint)

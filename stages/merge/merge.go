@@ -7,9 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -49,14 +51,19 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
 	}
 	if opts.Format != "" && opts.Format != "messages" && opts.Format != "specforge" && opts.Format != "record" {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: format %q; use messages, specforge or record", st.Name, opts.Format)}
+		return &specs.Error{Pos: st.OptionPos("format"), Msg: fmt.Sprintf("stage %s: format is %q; use messages, specforge or record", st.Name, opts.Format)}
 	}
-	for name, w := range opts.Weights {
+	var datasets []string
+	for _, ds := range spec.Datasets {
+		datasets = append(datasets, ds.Name)
+	}
+	// Sorted, so that of several bad weights the same one is reported every time.
+	for _, name := range slices.Sorted(maps.Keys(opts.Weights)) {
 		if spec.Dataset(name) == nil {
-			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: weights name unknown dataset %q", st.Name, name)}
+			return &specs.Error{Pos: st.OptionKeyPos("weights", name), Msg: fmt.Sprintf("stage %s: weights name unknown dataset %q%s; datasets: %v", st.Name, name, specs.Suggest(name, datasets), datasets)}
 		}
-		if w < 0 {
-			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: weight of %s is negative", st.Name, name)}
+		if opts.Weights[name] < 0 {
+			return &specs.Error{Pos: st.OptionPos("weights", name), Msg: fmt.Sprintf("stage %s: weight of %s is negative", st.Name, name)}
 		}
 	}
 	return nil

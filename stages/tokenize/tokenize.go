@@ -47,12 +47,12 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Tokenizer == "" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: tokenize needs `tokenizer:` (a model directory with tokenizer.json)", st.Name)}
 	}
-	for _, p := range []string{opts.Tokenizer, opts.ChatTemplate} {
-		if p == "" {
+	for _, f := range []struct{ key, path string }{{"tokenizer", opts.Tokenizer}, {"chat_template", opts.ChatTemplate}} {
+		if f.path == "" {
 			continue
 		}
-		if _, err := os.Stat(spec.Resolve(p)); err != nil {
-			return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: %v", st.Name, err)}
+		if _, err := os.Stat(spec.Resolve(f.path)); err != nil {
+			return &specs.Error{Pos: st.OptionPos(f.key), Msg: fmt.Sprintf("stage %s: %s: %v", st.Name, f.key, err)}
 		}
 	}
 	return nil

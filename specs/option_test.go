@@ -1,0 +1,44 @@
+package specs_test
+
+import (
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/specs"
+)
+
+const optionSpec = `version: 1
+name: o
+defaults: &budget {scope: run}
+stages:
+  - name: g
+    uses: generate
+    with:
+      order: shortest_first
+      budget: *budget
+      weights: {a: 1}
+`
+
+func TestStage_OptionPos(t *testing.T) {
+	// The unknown top-level key is reported but the stages still decode.
+	spec, _ := specs.Parse("spec.yaml", []byte(optionSpec), func(string) (string, bool) { return "", false })
+	st := spec.Stages[0]
+	tests := []struct {
+		name string
+		got  specs.Pos
+		want string
+	}{
+		{"value of an option", st.OptionPos("order"), "spec.yaml:8:14"},
+		{"nested value through an alias", st.OptionPos("budget", "scope"), "spec.yaml:3:27"},
+		{"key of a mapping entry", st.OptionKeyPos("weights", "a"), "spec.yaml:10:17"},
+		{"value of a mapping entry", st.OptionPos("weights", "a"), "spec.yaml:10:20"},
+		{"unset option falls back to the stage", st.OptionPos("turns"), "spec.yaml:5:5"},
+		{"path through a scalar falls back to the stage", st.OptionPos("order", "x"), "spec.yaml:5:5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.got.String(); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
