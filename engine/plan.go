@@ -54,27 +54,54 @@ func (p *Pipeline) planNode(n *Node, store *state.Store, steps map[*Node]*Step, 
 		inTokens += steps[up].Estimate.CompletionTokens
 		inBytes += steps[up].Estimate.Bytes
 	}
-	s.NewTokens = max(s.Estimate.CompletionTokens-inTokens, 0)
+	// Batch stages select, repeat and order records but generate nothing:
+	// the copies a merge weight of 2 makes are no tokens to pay for.
+	if s.Mapper {
+		s.NewTokens = max(s.Estimate.CompletionTokens-inTokens, 0)
+	}
 	s.NewBytes = max(s.Estimate.Bytes-inBytes, 0)
 	return s
 }
 
+// add sums the sizes of two estimates; the sum is exact when both are.
+func add(a, b stages.Estimate) stages.Estimate {
+	a.Records += b.Records
+	a.PromptTokens += b.PromptTokens
+	a.CompletionTokens += b.CompletionTokens
+	a.Bytes += b.Bytes
+	a.Exact = a.Exact && b.Exact
+	return a
+}
+
+// byDataset splits the input of an instance by dataset, or returns nil when
+// some of it comes from an instance that mixes datasets.
+func byDataset(needs []*Node, steps map[*Node]*Step) map[string]stages.Estimate {
+	if len(needs) == 0 {
+		return nil
+	}
+	parts := map[string]stages.Estimate{}
+	for _, up := range needs {
+		if up.Dataset == nil {
+			return nil
+		}
+		part, ok := parts[up.Dataset.Name]
+		if !ok {
+			part.Exact = true
+		}
+		parts[up.Dataset.Name] = add(part, steps[up].Estimate)
+	}
+	return parts
+}
+
 func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, shared *stages.Shared, force bool) *Step {
 	s := &Step{Node: n}
-	var in stages.Estimate
+	in := stages.Estimate{Exact: true, ByDataset: byDataset(n.Needs, steps)}
 	upstreamRuns, upstreamBroken := false, false
 	for _, up := range n.Needs {
 		us := steps[up]
 		upstreamRuns = upstreamRuns || us.Run
 		upstreamBroken = upstreamBroken || us.Err != nil
-		in.Records += us.Estimate.Records
-		in.PromptTokens += us.Estimate.PromptTokens
-		in.CompletionTokens += us.Estimate.CompletionTokens
-		in.Bytes += us.Estimate.Bytes
-	}
-	in.Exact = true
-	for _, up := range n.Needs {
-		in.Exact = in.Exact && steps[up].Estimate.Exact
+		in = add(in, us.Estimate)
 	}
 	upstream := n.upstreamIDs()
 	if store != nil && !upstreamRuns && !upstreamBroken && len(upstream) > 0 {
@@ -102,6 +129,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		}
 		s.Estimate = e
 	}
+	s.Estimate.ByDataset = nil // it describes an input, not this output
 	var prev *state.Instance
 	if store != nil {
 		if prev, err = store.GetInstance(n.ID); err != nil {
@@ -144,9 +172,6 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			s.Action = "error: " + err.Error()
 		case pending > 0:
 			s.Action = fmt.Sprintf("will run: %d of %d records to do", pending, in.Records)
-			if s.Estimate.Note != "" {
-				s.Action += " (" + s.Estimate.Note + ")"
-			}
 			s.Estimate = scale(s.Estimate, pending, in.Records)
 		case prev.Status != "done":
 			s.Action = "will finish: last run stopped early; nothing left to process"
@@ -168,6 +193,9 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		default:
 			s.Action = "will finish: last run stopped early"
 		}
+	}
+	if s.Run && s.Estimate.Note != "" {
+		s.Action += " (" + s.Estimate.Note + ")"
 	}
 	if !s.Run {
 		// Up to date: report what is stored, not what was predicted.

@@ -189,7 +189,14 @@ type Estimate struct {
 	Bytes            int64
 	// Exact is set when Records is a count rather than a guess.
 	Exact bool
-	Note  string
+	// Note is a few words on the estimate; plan shows it after the action.
+	Note string
+	// ByDataset splits an input by dataset name, for stages that treat
+	// datasets differently (merge's weights). The plan sets it on the input
+	// it gives Estimate when every upstream instance is per-dataset, else it
+	// is nil; the parts carry no ByDataset of their own, and the plan keeps
+	// none on a stage's output.
+	ByDataset map[string]Estimate
 }
 
 // Shared is a per-run store of resources shared between instances.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -198,8 +199,42 @@ func (m *Merge) Report(s *state.Stats) {
 	}
 }
 
-// Estimate adds up the weighted inputs and the file size.
+// Estimate weights each dataset's part of the input as Run does. A
+// fractional weight keeps that share only on average, so the count is then
+// a guess. Without a split by dataset it can only pass the input on.
 func (m *Merge) Estimate(in stages.Estimate) (stages.Estimate, error) {
-	in.Note = "writes " + m.opts.Out
-	return in, nil
+	out := in
+	out.Note = "writes " + m.opts.Out
+	if in.ByDataset == nil {
+		for _, ds := range m.spec.Datasets {
+			if m.weight(ds.Name) != 1 {
+				out.Note = "weights not applied, the input is not split by dataset; " + out.Note
+				break
+			}
+		}
+		return out, nil
+	}
+	out.Records, out.PromptTokens, out.CompletionTokens, out.Bytes = 0, 0, 0, 0
+	var weighted []string
+	for _, ds := range m.spec.Datasets {
+		part, ok := in.ByDataset[ds.Name]
+		if !ok {
+			continue
+		}
+		w := m.weight(ds.Name)
+		out.Records += int(math.Round(w * float64(part.Records)))
+		out.PromptTokens += int64(math.Round(w * float64(part.PromptTokens)))
+		out.CompletionTokens += int64(math.Round(w * float64(part.CompletionTokens)))
+		out.Bytes += int64(math.Round(w * float64(part.Bytes)))
+		if _, frac := math.Modf(w); frac != 0 {
+			out.Exact = false
+		}
+		if w != 1 {
+			weighted = append(weighted, fmt.Sprintf("%s ×%g", ds.Name, w))
+		}
+	}
+	if len(weighted) > 0 {
+		out.Note = strings.Join(weighted, ", ") + "; " + out.Note
+	}
+	return out, nil
 }
