@@ -35,8 +35,8 @@ func BenchmarkScheduling(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				srv, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 300, Sigma: 1}),
-					Speed: 2000, KVTokens: 45 * 700, Slowdown: 0.2, MaxRunning: 256})
+				srv, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 1500, Sigma: 1}),
+					Speed: 2000, KVTokens: 45 * 1600, Slowdown: 0.2, MaxRunning: 256})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -44,7 +44,7 @@ func BenchmarkScheduling(b *testing.B) {
 				b.Cleanup(func() { hs.Close(); srv.Close() })
 				dir := b.TempDir()
 				for _, ds := range []string{"a", "b", "c"} {
-					writePrompts(b, filepath.Join(dir, ds+".jsonl"), 300)
+					writePrompts(b, filepath.Join(dir, ds+".jsonl"), 200)
 				}
 				spec := fmt.Sprintf(`version: 1
 name: sched
@@ -57,7 +57,7 @@ endpoints:
   sim: {api: openai, urls: ["%s/v1"], concurrency: %s, max_concurrency: 400, options: {stream: true}}
 stages:
   - {name: load, uses: load, foreach: datasets}
-  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 4096}}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 16384}}
 `, hs.URL, c.concurrency)
 				p, store := enginetest.Open(b, dir, spec)
 				enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))

@@ -190,7 +190,7 @@ func (s *scheduler) step(dt float64) {
 func (s *scheduler) admit() {
 	used, reserve := s.kvUsed(), 0.0
 	for _, q := range s.running {
-		reserve += s.ratio * float64(q.maxTokens-int(q.produced))
+		reserve += s.ratio * q.left()
 	}
 	for len(s.queue) > 0 {
 		q := s.queue[0]
@@ -198,7 +198,7 @@ func (s *scheduler) admit() {
 			break
 		}
 		need := q.prompt + int(q.produced)
-		extra := s.ratio * float64(q.maxTokens-int(q.produced))
+		extra := s.ratio * q.left()
 		if s.cfg.KVTokens > 0 && len(s.running) > 0 && float64(used+need)+reserve+extra > float64(s.cfg.KVTokens) {
 			break
 		}
@@ -211,6 +211,17 @@ func (s *scheduler) admit() {
 		reserve += extra
 	}
 	s.peak = max(s.peak, len(s.running))
+}
+
+// clipEstimate caps the tokens a sequence is expected to still produce, as
+// SGLang's SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (4096) does, so a request
+// with a max of 32k does not reserve 32k. It is also why SGLang retracts:
+// answers longer than the clipped reserve overflow the cache.
+const clipEstimate = 4096
+
+// left is the reserve a running sequence's remaining output is given.
+func (q *seq) left() float64 {
+	return float64(min(q.maxTokens-int(q.produced), clipEstimate))
 }
 
 func (s *scheduler) kvUsed() int {
