@@ -61,7 +61,7 @@ type body struct {
 
 func readBody(r io.Reader) (*result, error) {
 	var b body
-	if err := json.NewDecoder(r).Decode(&b); err != nil {
+	if err := pool.Decode(r, &b); err != nil {
 		return nil, err
 	}
 	res := &result{}
@@ -79,7 +79,7 @@ func readStream(r io.Reader, progress func(int)) (*result, error) {
 	events := 0
 	err := pool.Events(r, func(data []byte) error {
 		var b body
-		if err := json.Unmarshal(data, &b); err != nil {
+		if err := pool.Unmarshal(data, &b); err != nil {
 			return fmt.Errorf("invalid stream event: %w", err)
 		}
 		if err := res.add(&b); err != nil {

@@ -129,7 +129,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 			return err
 		}
 		out = new(response)
-		return json.NewDecoder(r).Decode(out)
+		return pool.Decode(r, out)
 	})
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func readStream(r io.Reader, progress func(int)) (*response, error) {
 	var text strings.Builder
 	err := pool.Events(r, func(data []byte) error {
 		var ev response
-		if err := json.Unmarshal(data, &ev); err != nil {
+		if err := pool.Unmarshal(data, &ev); err != nil {
 			return fmt.Errorf("invalid stream event: %w", err)
 		}
 		if len(ev.Error) > 0 && string(ev.Error) != "null" {
