@@ -136,6 +136,9 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 	return e, nil
 }
 
+// errTimedOut cancels a request that gave no sign of life for its timeout.
+var errTimedOut = errors.New("request timed out")
+
 // generate sends one request for an instance once the endpoint gives it
 // a slot, its share of the endpoint weighted by share.
 func (e *endpoint) generate(ctx context.Context, instance string, share float64, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
@@ -148,14 +151,28 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	start := time.Now()
 	tokens := 0
 	defer func() { e.lim.release(instance, time.Since(start), tokens) }()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	gen, err := e.be.Generate(ctx, req)
+	// The timeout counts from the last sign of life: a streamed answer that
+	// keeps producing tokens is never cut, however long it runs (a
+	// 32k-token reasoning answer at 20 tokens/s takes 27 minutes, and each
+	// retry would throw that work away). Without streaming the first sign
+	// is the answer, so the timeout bounds the whole request.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchdog := time.AfterFunc(timeout, func() { cancel(errTimedOut) })
+	defer watchdog.Stop()
+	r := *req
+	r.Progress = func(n int) {
+		watchdog.Reset(timeout)
+		if req.Progress != nil {
+			req.Progress(n)
+		}
+	}
+	gen, err := e.be.Generate(ctx, &r)
 	switch {
 	case err == nil:
 		tokens = gen.CompletionTokens
-	case ctx.Err() == context.DeadlineExceeded:
-		return nil, &backend.Error{Kind: backend.Retryable, Msg: fmt.Sprintf("no answer within %s", timeout)}
+	case context.Cause(ctx) == errTimedOut:
+		return nil, &backend.Error{Kind: backend.Retryable, Msg: fmt.Sprintf("nothing received for %s", timeout)}
 	default:
 		var be *backend.Error
 		if errors.As(err, &be) && be.Kind == backend.Fatal {

@@ -47,7 +47,9 @@ type Options struct {
 	Seed        *int       `yaml:"seed"`
 	// Retries is how many times a retryable failure is tried again (default 5).
 	Retries *int `yaml:"retries" fp:"-"`
-	// Timeout bounds one request, as a Go duration ("10m"; default 30m).
+	// Timeout is how long a request may go without a sign of life, as a Go
+	// duration ("10m"; default 30m): with streaming, the time since the
+	// last token; without, the whole request.
 	Timeout string `yaml:"timeout" fp:"-"`
 	// Tokenizer, when set, counts the tokens of answers whose server did not
 	// report usage (a model directory, as for the tokenize stage).

@@ -1,0 +1,70 @@
+package generate_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
+)
+
+// TestTimeout_CountsFromLastToken: answers that stream for longer than the
+// timeout but never fall silent for that long must complete on the first
+// attempt; a timeout on the whole request would cut every one of them.
+func TestTimeout_CountsFromLastToken(t *testing.T) {
+	dir := t.TempDir()
+	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 8)
+	// About 60 tokens at 75 tokens/s: 0.8 s an answer, with progress every
+	// 20 ms, against a 300 ms timeout and no retries.
+	p, store := enginetest.Open(t, dir, `version: 1
+name: timeout
+state: state.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  sim: {api: sim, concurrency: 8, options: {seed: 3, mean_tokens: 60, sigma: 0.1, speed: 75}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 256, timeout: 300ms, retries: 0}}
+`)
+	enginetest.Run(t, p, store, nil)
+	counts, err := store.Counts("generate[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counts {
+		if c.Status != 0 {
+			t.Errorf("%d records ended with status %d (%s); want all done", c.N, c.Status, c.Reason)
+		}
+	}
+}
+
+// TestTimeout_SilentServer: a server that accepts a request and never
+// answers costs the timeout, then the record fails with the reason.
+func TestTimeout_SilentServer(t *testing.T) {
+	url := simtest.Serve(t, server.Config{Model: sim.New(sim.Config{Seed: 1}), Faults: server.Faults{Seed: 1, Hang: 0.99}})
+	dir := t.TempDir()
+	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 2)
+	p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+name: silent
+state: state.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  sim: {api: openai, urls: ["%s/v1"], options: {stream: true}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 64, timeout: 200ms, retries: 0}}
+`, url))
+	enginetest.Run(t, p, store, nil)
+	counts, err := store.Counts("generate[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 1 || counts[0].Status != 3 || counts[0].N != 2 || counts[0].Reason != "nothing received for 200ms" {
+		t.Errorf("counts %+v; want both records failed: nothing received for 200ms", counts)
+	}
+}
