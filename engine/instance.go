@@ -28,7 +28,8 @@ type prepared struct {
 }
 
 // prepare resolves a node's instance-level expressions against what is
-// known of its input and builds its stage.
+// known of its input and builds its stage. Its errors do not name the
+// instance; callers name it with instanceError.
 func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, logf func(string, ...any), dry bool, store *state.Store) (*prepared, error) {
 	spec := p.Spec
 	env := spec.Env(n.Dataset, in)
@@ -43,7 +44,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", n.ID, err)
+		return nil, err
 	}
 	inst := &stages.Instance{ID: n.ID, Stage: n.Stage.Spec, Dataset: n.Dataset, Spec: spec, Options: opts,
 		Log: logf, Shared: shared, DryRun: dry}
@@ -52,18 +53,18 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	}
 	st, err := n.Stage.Kind.New(inst)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", n.ID, err)
+		return nil, err
 	}
 	_, isMapper := st.(stages.Mapper)
 	_, isBatch := st.(stages.Batch)
 	if isMapper == isBatch {
-		return nil, fmt.Errorf("%s: stage kind %s must implement exactly one of Mapper and Batch", n.ID, n.Stage.Kind.Name)
+		return nil, fmt.Errorf("stage kind %s must implement exactly one of Mapper and Batch", n.Stage.Kind.Name)
 	}
 	extra := map[string]any{}
 	if f, ok := st.(stages.Fingerprinter); ok {
 		ext, err := f.Fingerprint()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", n.ID, err)
+			return nil, err
 		}
 		extra["external"] = ext
 	}
@@ -76,14 +77,31 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	if ce := n.Stage.Spec.Concurrency; !ce.IsZero() {
 		v, err := ce.EvalInt(env)
 		if err != nil {
-			return nil, fmt.Errorf("%s: concurrency: %w", n.ID, err)
+			return nil, err
 		}
 		if v < 1 {
-			return nil, fmt.Errorf("%s: concurrency %q is %d; it must be at least 1", n.ID, ce.Src, v)
+			return nil, ce.Errorf("concurrency evaluates to %d; want at least 1", v)
 		}
 		conc = v
 	}
 	return &prepared{node: n, inst: inst, stage: st, fp: fp, config: config, concurrency: max(conc, 1)}, nil
+}
+
+// instanceError names the instance in an error from building it. A spec
+// error keeps pointing at the option value that was evaluated (at the stage
+// when the value was a default) and gains its source line; the id says which
+// dataset's evaluation failed, since every instance shares that position.
+func (p *Pipeline) instanceError(n *Node, err error) error {
+	// Not errors.As: a spec error wrapped in context keeps that context.
+	se, ok := err.(*specs.Error)
+	if !ok {
+		return fmt.Errorf("%s: %w", n.ID, err)
+	}
+	pos := se.Pos
+	if pos.Line == 0 {
+		pos = n.Stage.Spec.Pos
+	}
+	return p.Spec.Errorf(pos, "%s: %s", n.ID, se.Msg)
 }
 
 // lengthSample is how many completion lengths usage reads per instance:

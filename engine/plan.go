@@ -115,8 +115,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	}
 	pr, err := p.prepare(n, specs.InputInfo{Records: in.Records}, shared, func(string, ...any) {}, true, store)
 	if err != nil {
-		s.Err, s.Run, s.Action = err, true, "error: "+p.Spec.Redact(err.Error())
-		return s
+		return p.failStep(s, p.instanceError(n, err))
 	}
 	s.Concurrency = pr.concurrency
 	_, s.Mapper = pr.stage.(stages.Mapper)
@@ -124,8 +123,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	if est, ok := pr.stage.(stages.Estimator); ok {
 		e, err := est.Estimate(in)
 		if err != nil {
-			s.Err, s.Run, s.Action = err, true, "error: "+p.Spec.Redact(err.Error())
-			return s
+			return p.failStep(s, p.instanceError(n, err))
 		}
 		s.Estimate = e
 	}
@@ -133,8 +131,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	var prev *state.Instance
 	if store != nil {
 		if prev, err = store.GetInstance(n.ID); err != nil {
-			s.Err, s.Run, s.Action = err, true, "error: "+err.Error()
-			return s
+			return p.failStep(s, fmt.Errorf("%s: %w", n.ID, err))
 		}
 	}
 	s.Run, s.Action = true, ""
@@ -206,6 +203,15 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			s.Estimate.PromptTokens, s.Estimate.CompletionTokens = u.PromptTokens, u.CompletionTokens
 		}
 	}
+	return s
+}
+
+// failStep marks a step that cannot be planned. err names the instance; a
+// spec error's source line and caret stay in Err, for the full report, while
+// Action keeps one line for the table.
+func (p *Pipeline) failStep(s *Step, err error) *Step {
+	line, _, _ := strings.Cut(p.Spec.Redact(err.Error()), "\n")
+	s.Err, s.Run, s.Action = err, true, "error: "+line
 	return s
 }
 

@@ -77,3 +77,39 @@ func TestPlan_MergeWeights(t *testing.T) {
 		})
 	}
 }
+
+func TestPlan_InputErrorPointsAtOption(t *testing.T) {
+	data, err := filepath.Abs("../specs/examples/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := `version: 1
+name: e
+state: state.db
+datasets:
+  chat: {source: ` + data + `/chat.jsonl, format: messages}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: "input.records - 1000"}}
+`
+	dir := t.TempDir()
+	p, store := enginetest.Open(t, dir, spec)
+	// Validation knows no input, so it leaves the expression to the plan.
+	if err := p.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	steps := p.Plan(store, nil)
+	s := steps[len(steps)-1]
+	if s.Err == nil {
+		t.Fatalf("plan of %s: %s; want an error", s.Node.ID, s.Action)
+	}
+	want := `spec.yaml:8:82: cap[chat]: max_samples evaluates to -860; want 0 or more
+    |   - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: "input.records - 1000"}}
+    |                                                                                  ^`
+	if got := strings.ReplaceAll(s.Err.Error(), dir+"/", ""); got != want {
+		t.Errorf("error:\n%s\nwant:\n%s", got, want)
+	}
+	if strings.Contains(s.Action, "\n") || !strings.HasPrefix(s.Action, "error: ") {
+		t.Errorf("action %q; want the error's first line", s.Action)
+	}
+}

@@ -119,7 +119,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 		out = append(out, res)
 		switch res.Action {
 		case "failed":
-			failed = append(failed, fmt.Sprintf("%s: %v", n.ID, res.Err))
+			failed = append(failed, res.Err.Error())
 		case "interrupted":
 			interrupted = true
 		}
@@ -164,14 +164,18 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	return res
 }
 
+// fail records that n failed with err, which does not name n: progress and
+// the stored state are shown per instance. The result's error names n, and
+// for a spec error adds the source line and caret, for the report at the
+// end of the run.
 func (r *runner) fail(n *Node, err error) *Result {
-	err = errors.New(r.p.Spec.Redact(err.Error()))
-	r.prog.finish(n, "FAILED: "+err.Error())
+	msg := r.p.Spec.Redact(err.Error())
+	r.prog.finish(n, "FAILED: "+msg)
 	if prev, _ := r.store.GetInstance(n.ID); prev != nil {
-		prev.Status, prev.Error = "failed", err.Error()
+		prev.Status, prev.Error = "failed", msg
 		r.store.PutInstance(prev)
 	}
-	return &Result{Node: n, Action: "failed", Err: err}
+	return &Result{Node: n, Action: "failed", Err: errors.New(r.p.Spec.Redact(r.p.instanceError(n, err).Error()))}
 }
 
 // saveDone records a finished instance with its output digest.

@@ -27,6 +27,23 @@ const (
 	mergeBase    = validBase + "  - name: m\n    uses: merge\n    needs: [load]\n    with:\n      out: out.jsonl\n"
 )
 
+// pairData has two datasets that expressions see differently, so an option
+// can be in range for b and not for a; pairBase adds a generate stage whose
+// options, as generateBase's, follow from line 15.
+const (
+	pairData = `version: 1
+name: v
+datasets:
+  a: {source: a.jsonl, est_completion_tokens: 300}
+  b: {source: b.jsonl, est_completion_tokens: 900}
+endpoints:
+  sim: {api: sim}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+`
+	pairBase = pairData + "  - name: g\n    uses: generate\n    needs: [load]\n    foreach: datasets\n    with:\n"
+)
+
 func TestLoad_ValidationErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -34,6 +51,8 @@ func TestLoad_ValidationErrors(t *testing.T) {
 		env  map[string]string
 		// want are substrings that must all appear, each naming file:line:col.
 		want []string
+		// unwanted must not appear: an instance whose options are in range.
+		unwanted []string
 	}{
 		{
 			name: "unknown key with hint",
@@ -143,6 +162,52 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			want: []string{`spec.yaml:15:23: stage m: weights name unknown dataset "b" (did you mean "a"?); datasets: [a]`},
 		},
 		{
+			name: "max_tokens of 0 for one dataset points at its value",
+			spec: pairBase + "      max_tokens: \"dataset.est_completion_tokens - 300\"\n",
+			want: []string{`spec.yaml:15:19: g[a]: max_tokens evaluates to 0; want at least 1
+    |       max_tokens: "dataset.est_completion_tokens - 300"
+    |                   ^`},
+			unwanted: []string{"g[b]"},
+		},
+		{
+			name:     "division by zero for one dataset",
+			spec:     pairBase + "      max_tokens: \"9000 / (dataset.est_completion_tokens - 300)\"\n",
+			want:     []string{`spec.yaml:15:19: g[a]: "9000 / (dataset.est_completion_tokens - 300)" evaluated to +Inf (a division by zero?)`},
+			unwanted: []string{"g[b]"},
+		},
+		{
+			name:     "share out of range for one dataset",
+			spec:     pairBase + "      share: \"dataset.est_completion_tokens / 300 - 1\"\n",
+			want:     []string{`spec.yaml:15:14: g[a]: share evaluates to 0; want a finite number above 0`},
+			unwanted: []string{"g[b]"},
+		},
+		{
+			name:     "negative budget for one dataset",
+			spec:     pairBase + "      budget:\n        samples: \"600 - dataset.est_completion_tokens\"\n",
+			want:     []string{`spec.yaml:16:18: g[b]: budget samples evaluates to -300; want a finite number, 0 or more`},
+			unwanted: []string{"g[a]"},
+		},
+		{
+			name: "budget without a limit",
+			spec: pairBase + "      budget: {tolerance: 0.1}\n",
+			want: []string{`spec.yaml:15:15: stage g: budget needs at least one of completion_tokens, total_tokens, samples, dollars`},
+		},
+		{
+			name:     "concurrency below 1 for one dataset",
+			spec:     strings.Replace(pairBase, "    foreach: datasets\n    with:\n", "    foreach: datasets\n    concurrency: \"dataset.name == 'a' ? 0 : 8\"\n", 1),
+			want:     []string{`spec.yaml:14:18: g[a]: concurrency evaluates to 0; want at least 1`},
+			unwanted: []string{"g[b]"},
+		},
+		{
+			name: "negative cap in every instance",
+			spec: pairData + "  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: \"dataset.est_completion_tokens / -100\"}}\n",
+			want: []string{
+				`spec.yaml:10:82: cap[a]: max_samples evaluates to -3; want 0 or more`,
+				`spec.yaml:10:82: cap[b]: max_samples evaluates to -9; want 0 or more`,
+				"2 problems",
+			},
+		},
+		{
 			name: "every problem at once",
 			spec: strings.Replace(validBase, "version: 1", "version: 2", 1) + "  - {name: x, uses: filter, needs: [zz], with: {keep: \"1 +\"}}\n",
 			want: []string{"spec.yaml:1:10: spec version 2 is not supported", `needs unknown stage "zz"`, "problems"},
@@ -151,11 +216,17 @@ func TestLoad_ValidationErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "spec.yaml")
-			os.WriteFile(filepath.Join(filepath.Dir(path), "a.jsonl"), nil, 0o644)
+			for _, data := range []string{"a.jsonl", "b.jsonl"} {
+				os.WriteFile(filepath.Join(filepath.Dir(path), data), nil, 0o644)
+			}
 			if err := os.WriteFile(path, []byte(tt.spec), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := engine.Load(path, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			// As `eaglet validate` does: the spec, then every instance.
+			p, err := engine.Load(path, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if err == nil {
+				err = p.Check()
+			}
 			if err == nil {
 				t.Fatal("spec validated; want an error")
 			}
@@ -163,6 +234,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(msg, w) {
 					t.Errorf("error does not contain %q:\n%s", w, msg)
+				}
+			}
+			for _, u := range tt.unwanted {
+				if strings.Contains(msg, u) {
+					t.Errorf("error contains %q:\n%s", u, msg)
 				}
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 	"gopkg.in/yaml.v3"
@@ -153,6 +154,25 @@ func (e Expr) Float() float64 {
 		return n
 	}
 	return 0
+}
+
+// Errorf returns an *Error at the expression's position, for a stage that
+// rejects the value the expression evaluated to.
+func (e Expr) Errorf(format string, args ...any) error {
+	return &Error{Pos: e.Pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Reads reports whether the compiled expression refers to the top-level
+// name (vars, dataset, input), so a caller can tell which expressions can be
+// evaluated before that part of the environment is known.
+func (e *Expr) Reads(name string) bool {
+	if e.prog == nil {
+		return false
+	}
+	return ast.Find(e.prog.Node(), func(n ast.Node) bool {
+		id, ok := n.(*ast.IdentifierNode)
+		return ok && id.Value == name
+	}) != nil
 }
 
 // MarshalJSON writes the resolved value, or the source text of an

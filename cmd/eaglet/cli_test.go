@@ -124,6 +124,26 @@ func TestCLI_InvalidSpec(t *testing.T) {
 	}
 }
 
+func TestCLI_InstanceErrorShowsSpecLine(t *testing.T) {
+	path := quickSpec(t)
+	src, _ := os.ReadFile(path)
+	// 0 for tools, whose answers are estimated at 150 tokens; fine for the others.
+	bad := strings.Replace(string(src), "max_tokens: 2048", `max_tokens: "dataset.est_completion_tokens - 150"`, 1)
+	os.WriteFile(path, []byte(bad), 0o644)
+	want := path + `:36:39: generate[tools]: max_tokens evaluates to 0; want at least 1
+    |     with: {endpoint: sim, max_tokens: "dataset.est_completion_tokens - 150", temperature: 0.7}
+    |                                       ^`
+	for _, cmd := range []string{"validate", "plan"} {
+		code, _, errOut := eaglet(cmd, path)
+		if code != exitSpec || !strings.Contains(errOut, want) {
+			t.Errorf("eaglet %s: exit %d, want %d with\n%s\nin:\n%s", cmd, code, exitSpec, want, errOut)
+		}
+		if strings.Contains(errOut, "generate[chat]") || strings.Contains(errOut, "generate[code]") {
+			t.Errorf("eaglet %s reports an instance whose max_tokens is in range:\n%s", cmd, errOut)
+		}
+	}
+}
+
 func TestInspect_CountsDuplicates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "d.jsonl")
 	row := `{"messages":[{"role":"user","content":"same"}]}` + "\n"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/specs"
 )
 
 func init() {
@@ -26,10 +27,17 @@ func runPlan(_ context.Context, env *cmdEnv, args []string) error {
 	}
 	steps := p.Plan(store, nil)
 	printPlan(env.stdout, p, steps)
+	// The table keeps one line per instance; each error is shown in full
+	// after it, with the spec line it points into.
+	var errs []error
 	for _, s := range steps {
 		if s.Err != nil {
-			return &exitError{code: exitSpec, err: errors.New("the plan has errors (see above)")}
+			errs = append(errs, s.Err)
 		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintln(env.stderr, p.Spec.Redact(specs.FormatErrors(errs)))
+		return &exitError{code: exitSpec, err: errors.New("the plan has errors (see above)")}
 	}
 	if *detailed {
 		for _, s := range steps {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -10,7 +11,7 @@ func init() {
 }
 
 func runValidate(_ context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "validate", "SPEC", "Checks the spec (keys, types, environment variables, expressions, the DAG)\nwithout reading data or calling any server. Problems print as FILE:LINE:COL.")
+	fs := newFlags(env, "validate", "SPEC", "Checks the spec (keys, types, environment variables, expressions, the DAG)\nand each instance's options as evaluated for its dataset, without reading data\nor calling any server. Problems print as FILE:LINE:COL.")
 	path, err := parseSpecArgs(fs, args)
 	if err != nil {
 		return err
@@ -18,6 +19,10 @@ func runValidate(_ context.Context, env *cmdEnv, args []string) error {
 	p, err := loadPipeline(env, path)
 	if err != nil {
 		return err
+	}
+	if err := p.Check(); err != nil {
+		fmt.Fprintln(env.stderr, p.Spec.Redact(err.Error()))
+		return &exitError{code: exitSpec, err: errors.New("")}
 	}
 	fmt.Fprintf(env.stdout, "%s: ok (%d datasets, %d stages, %d instances)\n", path, len(p.Spec.Datasets), len(p.Spec.Stages), len(p.Nodes))
 	return nil

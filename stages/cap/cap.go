@@ -57,7 +57,7 @@ func newCap(inst *stages.Instance) (stages.Stage, error) {
 	o := inst.Options.(*Options)
 	n := o.MaxSamples.Int()
 	if n < 0 {
-		return nil, fmt.Errorf("max_samples %q is %d; it cannot be negative", o.MaxSamples.Src, n)
+		return nil, o.MaxSamples.Errorf("max_samples evaluates to %d; want 0 or more", n)
 	}
 	return &Cap{n: n, opts: o, vars: inst.Spec.VarsValue()}, nil
 }

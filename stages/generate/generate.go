@@ -101,6 +101,9 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
 			return &specs.Error{Pos: st.OptionPos("budget", "scope"), Msg: fmt.Sprintf("stage %s: budget scope is %q; use dataset or stage", st.Name, b.Scope)}
 		}
+		if b.CompletionTokens.IsZero() && b.TotalTokens.IsZero() && b.Samples.IsZero() && b.Dollars.IsZero() {
+			return &specs.Error{Pos: st.OptionPos("budget"), Msg: fmt.Sprintf("stage %s: budget needs at least one of completion_tokens, total_tokens, samples, dollars", st.Name)}
+		}
 		if !b.Dollars.IsZero() && spec.Endpoint(opts.Endpoint).Price == nil {
 			return &specs.Error{Pos: st.OptionPos("budget", "dollars"), Msg: fmt.Sprintf("stage %s: a dollars budget needs `price:` on endpoint %s", st.Name, opts.Endpoint)}
 		}
@@ -161,15 +164,15 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 		timeout: 30 * time.Minute, log: inst.Log, id: inst.ID, share: 1}
 	if !o.Share.IsZero() {
 		g.share = o.Share.Float()
-		if g.share <= 0 {
-			return nil, fmt.Errorf("share %q is %v; it must be positive", o.Share.Src, g.share)
+		if !(g.share > 0) || math.IsInf(g.share, 0) { // !(> 0) refuses NaN too
+			return nil, o.Share.Errorf("share evaluates to %v; want a finite number above 0", g.share)
 		}
 	}
 	if !o.MaxTokens.IsZero() {
 		g.maxTokens = o.MaxTokens.Int()
-	}
-	if g.maxTokens < 1 {
-		return nil, fmt.Errorf("max_tokens %q is %d; it must be at least 1", o.MaxTokens.Src, g.maxTokens)
+		if g.maxTokens < 1 {
+			return nil, o.MaxTokens.Errorf("max_tokens evaluates to %d; want at least 1", g.maxTokens)
+		}
 	}
 	if o.Retries != nil {
 		g.retries = *o.Retries
@@ -200,8 +203,13 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 	if g.limits, err = g.ep.limits(o); err != nil {
 		return err
 	}
-	if len(g.limits) == 0 {
-		return fmt.Errorf("budget: set at least one of completion_tokens, total_tokens, samples, dollars")
+	for _, x := range []struct {
+		name string
+		e    specs.Expr
+	}{{"completion_tokens", o.CompletionTokens}, {"total_tokens", o.TotalTokens}, {"samples", o.Samples}, {"dollars", o.Dollars}} {
+		if v := x.e.Float(); !x.e.IsZero() && (!(v >= 0) || math.IsInf(v, 0)) {
+			return x.e.Errorf("budget %s evaluates to %v; want a finite number, 0 or more", x.name, v)
+		}
 	}
 	ids := []string{inst.ID}
 	key := "budget:" + inst.ID

@@ -72,6 +72,9 @@ var (
 
 func newTokenize(inst *stages.Instance) (stages.Stage, error) {
 	o := inst.Options.(*Options)
+	if n := o.MaxPromptTokens.Int(); n < 0 {
+		return nil, o.MaxPromptTokens.Errorf("max_prompt_tokens evaluates to %d; want 0 (no limit) or more", n)
+	}
 	dir := inst.Spec.Resolve(o.Tokenizer)
 	tpl := inst.Spec.Resolve(o.ChatTemplate)
 	// Loading a 150k-vocabulary tokenizer takes half a second: once per run.
@@ -93,12 +96,9 @@ func newTokenize(inst *stages.Instance) (stages.Stage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
 	}
-	t := &Tokenize{tmpl: v.(*chat.Template), paths: []string{dir}}
+	t := &Tokenize{tmpl: v.(*chat.Template), max: o.MaxPromptTokens.Int(), paths: []string{dir}}
 	if tpl != "" {
 		t.paths = append(t.paths, tpl)
-	}
-	if !o.MaxPromptTokens.IsZero() {
-		t.max = o.MaxPromptTokens.Int()
 	}
 	return t, nil
 }
