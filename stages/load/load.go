@@ -109,6 +109,10 @@ func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error
 			break
 		}
 		if err != nil {
+			if strings.Contains(err.Error(), "on_error") {
+				// The reader already says what to do; say it once.
+				return fmt.Errorf("%w (on dataset %s)", err, l.ds.Name)
+			}
 			return fmt.Errorf("%w (set `on_error: skip` on dataset %s to skip and count bad rows)", err, l.ds.Name)
 		}
 		rec.Dataset = l.ds.Name

@@ -22,7 +22,7 @@ const rows = `{"messages":[{"role":"user","content":"one"}]}
 {"messages": not json}
 `
 
-func run(t *testing.T, onError string) (*state.Store, error) {
+func run(t *testing.T, rows, onError string) (*state.Store, error) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(rows), 0o644)
 	spec := "version: 1\nname: l\nstate: s.db\ndatasets: {d: {source: d.jsonl, on_error: " + onError + "}}\nstages: [{name: load, uses: load, foreach: datasets}]\n"
@@ -32,10 +32,14 @@ func run(t *testing.T, onError string) (*state.Store, error) {
 }
 
 func TestLoad_BadRowsAndDuplicates(t *testing.T) {
-	if _, err := run(t, "fail"); err == nil || !strings.Contains(err.Error(), "d.jsonl:4") || !strings.Contains(err.Error(), "on_error: skip") {
+	if _, err := run(t, rows, "fail"); err == nil || !strings.Contains(err.Error(), "d.jsonl:4") || !strings.Contains(err.Error(), "on_error: skip") {
 		t.Errorf("a bad row with on_error fail: %v; want an error naming d.jsonl:4 and the skip option", err)
 	}
-	store, err := run(t, "skip")
+	// A reason that already says what to do says it once.
+	if _, err := run(t, `{"messages":[{"role":"user","content":""}]}`+"\n", "fail"); err == nil || strings.Count(err.Error(), "on_error") != 1 {
+		t.Errorf("an empty turn with on_error fail: %v; want the skip option named once", err)
+	}
+	store, err := run(t, rows, "skip")
 	if err != nil {
 		t.Fatal(err)
 	}
