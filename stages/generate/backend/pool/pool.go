@@ -106,8 +106,11 @@ func (p *Pool) Acquire() (*URL, error) {
 			wait = d
 		}
 	}
-	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond), NotSent: true,
-		Msg: fmt.Sprintf("all %d URLs are out of service after repeated failures", len(p.urls))}
+	msg := fmt.Sprintf("all %d URLs are out of service after repeated failures", len(p.urls))
+	if len(p.urls) == 1 {
+		msg = "the endpoint's only URL is out of service after repeated failures"
+	}
+	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond), NotSent: true, Msg: msg}
 }
 
 func (u *URL) down() bool { return !u.downUntil.IsZero() }

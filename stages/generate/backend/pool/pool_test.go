@@ -152,12 +152,26 @@ func TestPool_TakesOutAndProbesBack(t *testing.T) {
 }
 
 func TestPool_AllDown(t *testing.T) {
-	p, _ := New(Config{URLs: []string{"http://a"}, FailAfter: 1, Rest: time.Minute})
-	u, _ := p.Acquire()
-	p.Release(u, false)
-	_, err := p.Acquire()
-	kind, wait := backend.Classify(err)
-	if kind != backend.Retryable || wait < 59*time.Second {
-		t.Fatalf("all down: %v (%v, %v)", err, kind, wait)
+	tests := []struct {
+		urls []string
+		msg  string
+	}{
+		{[]string{"http://a"}, "the endpoint's only URL is out of service after repeated failures"},
+		{[]string{"http://a", "http://b"}, "all 2 URLs are out of service after repeated failures"},
+	}
+	for _, tt := range tests {
+		p, _ := New(Config{URLs: tt.urls, FailAfter: 1, Rest: time.Minute})
+		for range tt.urls {
+			u, _ := p.Acquire()
+			p.Release(u, false)
+		}
+		_, err := p.Acquire()
+		kind, wait := backend.Classify(err)
+		if kind != backend.Retryable || wait < 59*time.Second {
+			t.Fatalf("%d URLs all down: %v (%v, %v)", len(tt.urls), err, kind, wait)
+		}
+		if !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%d URLs all down: %q; want %q", len(tt.urls), err, tt.msg)
+		}
 	}
 }
