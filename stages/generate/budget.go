@@ -68,10 +68,13 @@ type budget struct {
 // 0.1 point more of the budget left unused.
 const z = 5
 
-// ticket is one admitted request.
+// ticket is one admitted record: one request, or one per turn it answers.
 type ticket struct {
 	b      *budget
 	prompt int
+	// max is the most it can produce: max_tokens times its answers. A
+	// two-question record past 1,024 tokens is not nearly done at 1,024.
+	max int
 	// progress is updated without the budget's lock: streaming callbacks
 	// must never wait behind admission decisions, or the decisions would
 	// see stale progress and expect running answers to be shorter than
@@ -112,10 +115,10 @@ func (l *limit) cost(prompt int, completion float64, n int64) float64 {
 	return l.fixed(prompt) + l.perToken*completion
 }
 
-// admit blocks until a request with promptTokens fits under every limit,
-// or returns ErrBudgetExhausted when nothing in flight can free room and it
-// still does not fit.
-func (b *budget) admit(ctx context.Context, promptTokens int) (*ticket, error) {
+// admit blocks until a record with promptTokens, producing at most
+// maxTokens, fits under every limit, or returns ErrBudgetExhausted when
+// nothing in flight can free room and it still does not fit.
+func (b *budget) admit(ctx context.Context, promptTokens, maxTokens int) (*ticket, error) {
 	stop := context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		b.changed.Broadcast()
@@ -131,9 +134,9 @@ func (b *budget) admit(ctx context.Context, promptTokens int) (*ticket, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		fits, possible := b.fits(promptTokens)
+		fits, possible := b.fits(promptTokens, maxTokens)
 		if fits {
-			t := &ticket{b: b, prompt: promptTokens}
+			t := &ticket{b: b, prompt: promptTokens, max: maxTokens}
 			b.inflight[t] = struct{}{}
 			// Let the next waiter see whether it fits too. Waking one at a
 			// time, rather than all, keeps admission cheap at 1,000 in flight.
@@ -151,7 +154,7 @@ func (b *budget) admit(ctx context.Context, promptTokens int) (*ticket, error) {
 
 // fits says whether a new request fits now, and whether it could ever
 // (false once a limit is spent).
-func (b *budget) fits(prompt int) (fits, possible bool) {
+func (b *budget) fits(prompt, maxTokens int) (fits, possible bool) {
 	progress := make(map[*ticket]int, len(b.inflight))
 	running := make([]int, 0, len(b.inflight))
 	for t := range b.inflight {
@@ -160,14 +163,14 @@ func (b *budget) fits(prompt int) (fits, possible bool) {
 		running = append(running, p)
 	}
 	d := b.lengths.distribution(running)
-	mean, variance := d.after(0)
+	mean, variance := d.after(0, maxTokens)
 	for _, l := range b.limits {
 		if l.spent >= l.max {
 			return false, false
 		}
 		var flyMean, flyVar float64
 		for t, p := range progress {
-			m, v := d.after(p)
+			m, v := d.after(p, t.max)
 			flyMean += l.cost(t.prompt, m, 1)
 			flyVar += l.perToken * l.perToken * v
 		}
@@ -340,8 +343,11 @@ func (m *lengthModel) distribution(running []int) lengthDist {
 
 // after returns the mean and variance of the final length of an answer
 // that has produced p tokens so far: moments of the lognormal conditioned
-// on exceeding p and capped at max.
-func (d *lengthDist) after(p int) (mean, variance float64) {
+// on exceeding p and capped at limit (the record's own cap).
+func (d *lengthDist) after(p, limit int) (mean, variance float64) {
+	if limit > 0 {
+		d = &lengthDist{mu: d.mu, sigma: d.sigma, max: float64(limit)}
+	}
 	pf := math.Max(float64(p), 0.5)
 	if pf >= d.max {
 		return d.max, 0

@@ -259,7 +259,7 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	prompt := promptTokens(rec)
 	if g.budget != nil {
 		var err error
-		t, err = g.budget.admit(ctx, prompt)
+		t, err = g.budget.admit(ctx, prompt, g.answers(rec)*g.maxTokens)
 		if errors.Is(err, ErrBudgetExhausted) {
 			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
 		}
@@ -287,6 +287,21 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		return stages.Outcome{}, err
 	}
 	return stages.Outcome{Status: stages.Done, Record: out}, nil
+}
+
+// answers is how many answers converse asks for: the last turn, or each
+// assistant turn with turns "all", plus one per queued user turn.
+func (g *Generate) answers(rec *conv.Record) int {
+	base, followUps := dataset.SplitTurns(rec.Prompt())
+	n := 1 + len(followUps)
+	if g.opts.Turns == "all" {
+		for i, m := range base {
+			if m.Role == conv.Assistant && len(m.ToolCalls) == 0 && i > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // converse produces the record's answers: the last assistant turn, every
