@@ -30,6 +30,9 @@ type endpoint struct {
 	identity string
 	// meanTokens is the expected answer length when a dataset gives none.
 	meanTokens int
+	// takesIDs is set when the API takes token ids rather than messages
+	// (SGLang's /generate, /v1/completions).
+	takesIDs bool
 }
 
 // SimOptions are the `options:` of an `api: sim` endpoint.
@@ -115,7 +118,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
-		e.be = c
+		e.be, e.takesIDs = c, true
 		e.identity = fmt.Sprintf("sglang|%s|%v", ep.Model, o.SamplingParams)
 	case "openai":
 		var o OpenAIOptions
@@ -128,7 +131,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
-		e.be = c
+		e.be, e.takesIDs = c, o.Completions
 		e.identity = fmt.Sprintf("openai|%s|%t|%v|%v", ep.Model, o.Completions, o.ChatTemplateKwargs, o.Extra)
 	default:
 		return nil, fmt.Errorf("endpoint %s: api %q is not supported", ep.Name, ep.API)

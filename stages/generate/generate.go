@@ -20,6 +20,7 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/load/dataset"
+	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
 	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
 )
 
@@ -97,6 +98,9 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
 		return &specs.Error{Pos: st.OptionPos("turns"), Msg: fmt.Sprintf("stage %s: turns is %q; use last or all", st.Name, opts.Turns)}
 	}
+	if ep := spec.Endpoint(opts.Endpoint); opts.Turns == "all" && opts.Tokenizer == "" && ep != nil && ep.API == "sglang" {
+		return &specs.Error{Pos: st.OptionPos("turns"), Msg: fmt.Sprintf("stage %s: turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn", st.Name)}
+	}
 	if b := opts.Budget; b != nil {
 		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
 			return &specs.Error{Pos: st.OptionPos("budget", "scope"), Msg: fmt.Sprintf("stage %s: budget scope is %q; use dataset or stage", st.Name, b.Scope)}
@@ -136,7 +140,10 @@ type Generate struct {
 	// used counts the tokens answered in this run, for Progress.
 	usedPrompt, usedCompletion atomic.Int64
 	// tok counts tokens a server did not report; nil when not configured.
-	tok   *tokenizer.Tokenizer
+	tok *tokenizer.Tokenizer
+	// tmpl renders the turns after the first into token ids for an API
+	// that takes ids; nil without a tokenizer that has a chat template.
+	tmpl  *chat.Template
 	id    string
 	share float64
 	// limits are the resolved budget limits, for Estimate.
@@ -187,6 +194,13 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 			return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
 		}
 		g.tok = v.(*tokenizer.Tokenizer)
+		if g.ep.takesIDs {
+			v, err := inst.Shared.Get("template:"+dir, func() (any, error) { return chat.New(g.tok) })
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer %s: chat template: %w", dir, err)
+			}
+			g.tmpl = v.(*chat.Template)
+		}
 	}
 	if o.Budget != nil {
 		if err := g.setBudget(inst); err != nil {
@@ -289,6 +303,19 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	return stages.Outcome{Status: stages.Done, Record: out}, nil
 }
 
+// render turns a conversation the tokenize stage did not see (a turn after
+// the first) into prompt ids for an API that takes ids.
+func (g *Generate) render(msgs []conv.Message, tools []conv.ToolDef) ([]int, error) {
+	if g.tmpl == nil {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("this record answers several turns and endpoint %s takes token ids, which the tokenize stage makes for the first turn only: set `tokenizer:` on the generate stage (the tokenize stage's model directory) so each later turn is rendered with its chat template", g.ep.spec.Name)}
+	}
+	enc, err := g.tmpl.Encode(msgs, tools, true)
+	if err != nil {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: "render a later turn: " + err.Error()}
+	}
+	return enc.IDs, nil
+}
+
 // answers is how many answers converse asks for: the last turn, or each
 // assistant turn with turns "all", plus one per queued user turn.
 func (g *Generate) answers(rec *conv.Record) int {
@@ -313,8 +340,11 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*
 	steps := 0
 	var spent int
 	ask := func(msgs []conv.Message, ids []int) (*conv.Generation, error) {
-		if steps > 0 && g.ep.spec.API == "sglang" {
-			return nil, &backend.Error{Kind: backend.Permanent, Msg: "answering several turns needs an endpoint that takes messages (api openai or sim); sglang's /generate takes token ids, which the tokenize stage makes for the first turn only"}
+		if ids == nil && g.ep.takesIDs {
+			var err error
+			if ids, err = g.render(msgs, rec.Tools); err != nil {
+				return nil, err
+			}
 		}
 		steps++
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,

@@ -2,14 +2,24 @@ package generate_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 func TestTurns_EachAnswerConditionedOnTheTargetsOwn(t *testing.T) {
@@ -77,4 +87,101 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTurns_TokenIDAPIs: SGLang's /generate and /v1/completions take token
+// ids, which the tokenize stage makes for the first turn only. With
+// `tokenizer:` on generate, each later turn is rendered with the chat
+// template, conditioned on the target's own first answer; without it the
+// record fails saying what to set.
+func TestTurns_TokenIDAPIs(t *testing.T) {
+	tokDir, err := filepath.Abs("../tokenize/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(tokDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, endpoint, tokenizer string
+		wantFailed                bool
+	}{
+		{"sglang", "api: sglang, urls: [%q]", tokDir, false},
+		{"completions", "api: openai, urls: [\"%s/v1\"], options: {completions: true}", tokDir, false},
+		{"sglang without tokenizer", "api: sglang, urls: [%q]", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 30})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var prompts []string // each request's prompt, decoded
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				var req struct {
+					InputIDs []int `json:"input_ids"`
+					Prompt   []int `json:"prompt"`
+				}
+				if json.Unmarshal(body, &req) == nil {
+					mu.Lock()
+					prompts = append(prompts, tok.Decode(append(req.InputIDs, req.Prompt...)))
+					mu.Unlock()
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				s.ServeHTTP(w, r)
+			}))
+			t.Cleanup(func() { hs.Close(); s.Close() })
+			dir := t.TempDir()
+			rows := `{"messages":[{"role":"user","content":"Write a haiku about rain."},{"role":"user","content":"Now make it about snow."}]}` + "\n"
+			if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), []byte(rows), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gen := "max_tokens: 64"
+			if tc.tokenizer != "" {
+				gen += ", tokenizer: " + tc.tokenizer
+			}
+			p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+name: ids
+state: state.db
+datasets:
+  mt: {source: mt.jsonl}
+endpoints:
+  target: {`+tc.endpoint+`}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: tokenize, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: %s}}
+  - {name: generate, uses: generate, needs: [tokenize], foreach: datasets, with: {%s}}
+`, hs.URL, tokDir, gen))
+			enginetest.Run(t, p, store, nil)
+			counts, err := store.Counts("generate[mt]")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantFailed {
+				if len(counts) != 1 || counts[0].Status != 3 || !strings.Contains(counts[0].Reason, "set `tokenizer:` on the generate stage") {
+					t.Errorf("counts %+v; want the record failed saying to set tokenizer", counts)
+				}
+				return
+			}
+			var rec conv.Record
+			store.EachOutput(context.Background(), []string{"generate[mt]"}, func(row state.Row) error {
+				return json.Unmarshal(row.Data, &rec)
+			})
+			// The last answer is the record's generation; the first joins the messages.
+			if len(rec.Messages) != 3 || rec.Messages[1].Role != conv.Assistant || rec.Generation == nil || rec.Generation.Content == "" {
+				t.Fatalf("record %+v, generation %+v; want question, answer, follow-up and a generated answer", rec.Messages, rec.Generation)
+			}
+			if len(prompts) != 2 {
+				t.Fatalf("server got %d prompts; want 2", len(prompts))
+			}
+			second := prompts[1]
+			first := rec.Messages[1].Content
+			if !strings.Contains(second, "Write a haiku about rain.") || !strings.Contains(second, first) ||
+				!strings.HasSuffix(second, "Now make it about snow.<|im_end|>\n<|im_start|>assistant\n") {
+				t.Errorf("second prompt %q; want the first question, the target's answer %q and the follow-up, in the chat template", second, first)
+			}
+		})
+	}
 }
