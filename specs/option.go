@@ -18,6 +18,14 @@ func (st *Stage) OptionKeyPos(path ...string) Pos {
 	return st.nodePos(k)
 }
 
+// KeyPos returns where the stage's own setting key (foreach, needs, ...)
+// has its value, so that a kind's check can point at a setting it rejects.
+// It is the stage's position when the key is not written.
+func (st *Stage) KeyPos(key string) Pos {
+	_, v := mapEntry(st.node, key)
+	return st.nodePos(v)
+}
+
 func (st *Stage) option(path []string) (key, val *yaml.Node) {
 	val = st.With
 	for _, name := range path {

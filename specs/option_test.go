@@ -12,6 +12,7 @@ defaults: &budget {scope: run}
 stages:
   - name: g
     uses: generate
+    foreach: datasets
     with:
       order: shortest_first
       budget: *budget
@@ -27,12 +28,14 @@ func TestStage_OptionPos(t *testing.T) {
 		got  specs.Pos
 		want string
 	}{
-		{"value of an option", st.OptionPos("order"), "spec.yaml:8:14"},
+		{"value of an option", st.OptionPos("order"), "spec.yaml:9:14"},
 		{"nested value through an alias", st.OptionPos("budget", "scope"), "spec.yaml:3:27"},
-		{"key of a mapping entry", st.OptionKeyPos("weights", "a"), "spec.yaml:10:17"},
-		{"value of a mapping entry", st.OptionPos("weights", "a"), "spec.yaml:10:20"},
+		{"key of a mapping entry", st.OptionKeyPos("weights", "a"), "spec.yaml:11:17"},
+		{"value of a mapping entry", st.OptionPos("weights", "a"), "spec.yaml:11:20"},
 		{"unset option falls back to the stage", st.OptionPos("turns"), "spec.yaml:5:5"},
 		{"path through a scalar falls back to the stage", st.OptionPos("order", "x"), "spec.yaml:5:5"},
+		{"value of a stage key", st.KeyPos("foreach"), "spec.yaml:7:14"},
+		{"unset stage key falls back to the stage", st.KeyPos("needs"), "spec.yaml:5:5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -94,6 +94,8 @@ type Stage struct {
 	// With holds the stage kind's own options, decoded by the engine.
 	With *yaml.Node `yaml:"with"`
 	Pos  Pos
+
+	node *yaml.Node // the stage's mapping, for KeyPos
 }
 
 type topLevel struct {
@@ -177,6 +179,13 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		checkEndpoint(ep, errs)
 	}
 	s.Stages = top.Stages
+	if _, seq := mapEntry(root, "stages"); seq != nil && seq.Kind == yaml.SequenceNode && len(seq.Content) == len(s.Stages) {
+		for i, st := range s.Stages {
+			if st != nil {
+				st.node = seq.Content[i]
+			}
+		}
+	}
 	checkStages(s, errs)
 	// The spec is returned even when invalid so that stage options can be
 	// checked too and every problem reported in one go.
@@ -282,7 +291,8 @@ func checkStages(s *Spec, errs *errorList) {
 			errs.at(st.Pos.Line, st.Pos.Col, "stage %s: missing `uses:` (the stage kind)", st.Name)
 		}
 		if st.Foreach != "" && st.Foreach != "datasets" {
-			errs.at(st.Pos.Line, st.Pos.Col, "stage %s: foreach is %q; the only value is datasets", st.Name, st.Foreach)
+			p := st.KeyPos("foreach")
+			errs.at(p.Line, p.Col, "stage %s: foreach is %q; the only value is datasets", st.Name, st.Foreach)
 		}
 		byName[st.Name] = st
 		names = append(names, st.Name)
