@@ -91,6 +91,9 @@ func Compile(spec *specs.Spec) (*Pipeline, error) {
 		}
 		compiled[st.Name] = cs
 	}
+	if err := checkOutputs(spec, compiled); err != nil {
+		errs = appendFlat(errs, err)
+	}
 	if err := errs.ErrorOrNil(); err != nil {
 		errs.ErrorFormat = specs.FormatErrors
 		return nil, errs

@@ -166,6 +166,16 @@ type Finisher interface {
 	Finish(ctx context.Context, out Input) error
 }
 
+// FileWriter is implemented by the options of kinds that write a file
+// outside the state store (merge's out). Validation refuses two stages
+// naming one file, where the last to finish would silently replace the
+// other's, and a file that is the state store or a dataset's source.
+type FileWriter interface {
+	// WritesFile returns the option that names the file (for positions in
+	// errors) and the path as written in the spec.
+	WritesFile() (option, path string)
+}
+
 // Fingerprinter is implemented by stages whose output depends on more than
 // their options: the files a loader reads (path, size, modification time),
 // the model behind an endpoint. A change in it reruns the stage.

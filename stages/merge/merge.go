@@ -46,8 +46,18 @@ type Options struct {
 	Weights map[string]float64 `yaml:"weights"`
 }
 
+var _ stages.FileWriter = (*Options)(nil)
+
+// WritesFile names out, so that no other stage may write the same file.
+func (o *Options) WritesFile() (option, path string) { return "out", o.Out }
+
 func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	opts := o.(*Options)
+	if st.Foreach != "" {
+		// Every instance would write the same out, the last one replacing
+		// the others' records.
+		return &specs.Error{Pos: st.KeyPos("foreach"), Msg: fmt.Sprintf("stage %s: remove `foreach:`; merge takes every dataset from its needs and writes one file, which per-dataset instances would each overwrite", st.Name)}
+	}
 	if opts.Out == "" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
 	}
