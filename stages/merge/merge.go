@@ -160,9 +160,19 @@ type line struct {
 	Tools    []conv.ToolDef `json:"tools,omitempty"`
 }
 
-// Finish writes the JSONL file next to its final name and renames it into
-// place, so a reader never sees half a file and a crash leaves the old one.
+// Finish writes the JSONL file and records its stamp.
 func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
+	if err := m.write(ctx, out); err != nil {
+		return fmt.Errorf("write %s: %w", m.out, err)
+	}
+	var err error
+	m.hash, err = state.FileStamp(m.out)
+	return err
+}
+
+// write writes the JSONL file next to its final name and renames it into
+// place, so a reader never sees half a file and a crash leaves the old one.
+func (m *Merge) write(ctx context.Context, out stages.Input) error {
 	if err := os.MkdirAll(filepath.Dir(m.out), 0o755); err != nil {
 		return err
 	}
@@ -171,6 +181,12 @@ func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	// CreateTemp makes the file 0600, but the output is a data set for
+	// other tools and people: 0644, as the other files eaglet writes.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -195,10 +211,6 @@ func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
 	if err == nil {
 		err = os.Rename(tmp.Name(), m.out)
 	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", m.out, err)
-	}
-	m.hash, err = state.FileStamp(m.out)
 	return err
 }
 

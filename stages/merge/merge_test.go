@@ -1,6 +1,8 @@
 package merge
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,5 +67,63 @@ func TestSpecForge_RoundTrip(t *testing.T) {
 	wb, _ := json.Marshal(want)
 	if string(gb) != string(wb) || len(got.Tools) != 1 || got.Tools[0].Name != "get_weather" {
 		t.Errorf("round trip through specforge format:\n got %s\nwant %s", gb, wb)
+	}
+}
+
+func TestMerge_WeightPrecedence(t *testing.T) {
+	spec := &specs.Spec{Datasets: []*specs.Dataset{{Name: "a", Weight: 3}, {Name: "b", Weight: 2}}}
+	m := &Merge{opts: &Options{Weights: map[string]float64{"a": 0.5}}, spec: spec}
+	tests := []struct {
+		dataset string
+		want    float64
+	}{
+		{"a", 0.5}, // merge's weights win over the dataset's weight
+		{"b", 2},   // unlisted: the dataset's own weight
+		{"gone", 1},
+	}
+	for _, tt := range tests {
+		if got := m.weight(tt.dataset); got != tt.want {
+			t.Errorf("weight(%s) = %g; want %g", tt.dataset, got, tt.want)
+		}
+	}
+}
+
+// records is a stages.Input over a slice.
+type records []*conv.Record
+
+func (r records) Count() int { return len(r) }
+
+func (r records) Each(_ context.Context, fn func(*conv.Record) error) error {
+	for _, rec := range r {
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestMerge_FinishWritesReadableFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sub", "train.jsonl")
+	m := &Merge{opts: &Options{}, spec: &specs.Spec{}, out: out}
+	in := records{
+		{Key: "k1", Dataset: "a", Messages: []conv.Message{{Role: conv.User, Content: "hi"}, {Role: conv.Assistant, Content: "yo"}}},
+		{Key: "k2", Dataset: "b", Messages: []conv.Message{{Role: conv.User, Content: "q"}, {Role: conv.Assistant, Content: "a"}}},
+	}
+	if err := m.Finish(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o644 {
+		t.Errorf("output mode %v; want -rw-r--r--", mode)
+	}
+	b, _ := os.ReadFile(out)
+	if n := bytes.Count(b, []byte("\n")); n != 2 {
+		t.Errorf("wrote %d lines; want 2:\n%s", n, b)
+	}
+	if left, _ := filepath.Glob(out + ".*.tmp"); len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
 	}
 }
