@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,9 +30,15 @@ func quickSpec(t *testing.T) string {
 }
 
 func eaglet(args ...string) (code int, stdout, stderr string) {
+	return eagletEnv(nil, args...)
+}
+
+// eagletEnv runs eaglet with vars as its whole environment.
+func eagletEnv(vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	env := &cmdEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
-		getenv: func(string) string { return "" }, lookupEnv: func(string) (string, bool) { return "", false }}
+		getenv: func(k string) string { v, _ := lookup(k); return v }, lookupEnv: lookup}
 	code = runMain(env, args)
 	return code, out.String(), errb.String()
 }
@@ -155,5 +162,85 @@ func TestInspect_CountsDuplicates(t *testing.T) {
 	}
 	if rep.Records != 3 || rep.Duplicates != 1 {
 		t.Errorf("inspect found %d records, %d duplicates; want 3 and 1", rep.Records, rep.Duplicates)
+	}
+}
+
+// TestCLI_StatusShowsFailures: an instance whose records failed is not
+// "done": some failed is partial, all failed is failed, and what is built
+// on it is stale until a run retries them.
+func TestCLI_StatusShowsFailures(t *testing.T) {
+	spec := quickSpec(t)
+	src, _ := os.ReadFile(spec)
+	// A context window the longer prompts do not fit: those get a 400.
+	os.WriteFile(spec, []byte(strings.Replace(string(src), "mean_tokens: 300,", "mean_tokens: 300, context: 400,", 1)), 0o644)
+	if code, _, _ := eaglet("run", spec); code != exitFailure {
+		t.Fatalf("run with failing records exited %d; want %d", code, exitFailure)
+	}
+	_, out, _ := eaglet("status", "--json", spec)
+	var st struct{ Instances []instanceStatus }
+	json.Unmarshal([]byte(out), &st)
+	states := map[string]string{}
+	for _, in := range st.Instances {
+		states[in.Instance] = in.State
+	}
+	failed := 0
+	for _, in := range st.Instances {
+		if strings.HasPrefix(in.Instance, "generate[") && in.Failed > 0 {
+			failed++
+			if in.State != "partial" && in.State != "failed" {
+				t.Errorf("%s has %d failed records but is %q", in.Instance, in.Failed, in.State)
+			}
+			if f := "filter[" + strings.TrimPrefix(in.Instance, "generate["); states[f] != "stale" {
+				t.Errorf("%s is %q on top of %s; want stale", f, states[f], in.Instance)
+			}
+		}
+	}
+	if failed == 0 || states["merge"] != "stale" {
+		t.Errorf("states %v; want some generate partial or failed and merge stale", states)
+	}
+}
+
+func TestCLI_SecretsNeverPrinted(t *testing.T) {
+	const secret = "hunter2secret"
+	data, _ := filepath.Abs("../../specs/examples/data/chat.jsonl")
+	// Each case puts the secret in a path that fails somewhere else: while
+	// validating, opening the store, or writing the merged file.
+	tests := []struct {
+		name, state, source, out string
+	}{
+		{"missing source", "state.db", "${DATA_TOKEN}/chat.jsonl", "train.jsonl"},
+		{"state store under a file", "blocker/${DATA_TOKEN}/state.db", data, "train.jsonl"},
+		{"merge output under a file", "state.db", data, "blocker/${DATA_TOKEN}/train.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "blocker"), nil, 0o644)
+			spec := fmt.Sprintf(`version: 1
+name: secrets
+state: "%s"
+datasets:
+  chat: {source: "%s", format: messages}
+stages:
+  - {name: load, uses: load, foreach: datasets, with: {limit: 5}}
+  - {name: merge, uses: merge, needs: [load], with: {out: "%s"}}
+`, tt.state, tt.source, tt.out)
+			path := filepath.Join(dir, "s.yaml")
+			if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var all strings.Builder
+			for _, cmd := range []string{"validate", "plan", "run", "status", "graph"} {
+				code, out, errOut := eagletEnv(map[string]string{"DATA_TOKEN": secret}, cmd, path)
+				if strings.Contains(out+errOut, secret) {
+					t.Errorf("eaglet %s (exit %d) printed the secret:\n%s%s", cmd, code, out, errOut)
+				}
+				all.WriteString(out + errOut)
+			}
+			// The failing path was printed, redacted: the case tested what it means to.
+			if !strings.Contains(all.String(), "***/") {
+				t.Errorf("no output shows the redacted path:\n%s", all.String())
+			}
+		})
 	}
 }

@@ -189,5 +189,13 @@ func fillStatus(store *state.Store, st *instanceStatus) error {
 		st.Reasons["dropped: "+reason] += n
 	}
 	st.BadRows = in.Stats.Skipped
+	// An instance with failed records finished its pass but is not done:
+	// the next run retries them, and what follows works on part of it.
+	if st.State == "done" && st.Failed > 0 {
+		st.State = "partial"
+		if st.Done == 0 {
+			st.State = "failed"
+		}
+	}
 	return nil
 }
