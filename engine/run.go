@@ -61,7 +61,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	for _, n := range nodes {
 		inRun[n] = true
 	}
-	logw := &redactWriter{w: opts.Log, spec: p.Spec}
+	logw := p.Spec.NewRedactWriter(opts.Log)
 	prog := newProgress(logw, opts.Live, opts.ProgressEvery, nodes)
 	stopProg := prog.start()
 	defer stopProg()
@@ -235,23 +235,4 @@ func tokens(rec *conv.Record) (prompt, completion int) {
 		}
 	}
 	return prompt, completion
-}
-
-// redactWriter scrubs secrets from everything written to the log.
-type redactWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	spec *specs.Spec
-}
-
-func (w *redactWriter) Write(b []byte) (int, error) {
-	if w.w == nil {
-		return len(b), nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, err := io.WriteString(w.w, w.spec.Redact(string(b))); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }

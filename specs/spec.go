@@ -364,17 +364,6 @@ func (s *Spec) Resolve(p string) string {
 	return filepath.Join(filepath.Dir(s.Path), p)
 }
 
-// Redact replaces every secret that came from the environment with "***".
-func (s *Spec) Redact(text string) string {
-	for _, v := range s.secrets {
-		text = strings.ReplaceAll(text, v, "***")
-	}
-	return text
-}
-
-// Secrets returns the secret values to scrub from output.
-func (s *Spec) Secrets() []string { return s.secrets }
-
 // Decode decodes a stage's or endpoint's options node into dst (a pointer to
 // a tagged struct), reporting every unknown key and bad value with its position.
 func (s *Spec) Decode(n *yaml.Node, dst any) error {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/specs"
 	_ "github.com/eaglet-dev/eaglet/stages/all" // every built-in stage kind
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -74,6 +75,11 @@ func loadPipeline(env *cmdEnv, path string) (*engine.Pipeline, error) {
 		fmt.Fprintln(env.stderr, err)
 		return nil, &exitError{code: exitSpec, err: errors.New("")}
 	}
+	// From here on the command prints what the spec holds (paths, errors
+	// quoting them, the final error in runMain): all of it passes through
+	// Redact, so no output path can show a secret's value.
+	env.stdout = p.Spec.NewRedactWriter(env.stdout)
+	env.stderr = p.Spec.NewRedactWriter(env.stderr)
 	return p, nil
 }
 
@@ -113,6 +119,9 @@ func openExisting(p *engine.Pipeline) (*state.Store, error) {
 
 // isTerminal reports whether w is a character device (a person watching).
 func isTerminal(w any) bool {
+	if rw, ok := w.(*specs.RedactWriter); ok {
+		w = rw.W
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

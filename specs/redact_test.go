@@ -1,0 +1,41 @@
+package specs_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/specs"
+)
+
+func TestSpec_Redact(t *testing.T) {
+	src := "version: 1\nname: r\nstate: \"${STATE_DIR}/${DATA_TOKEN}.db\"\nbad: x\n"
+	env := map[string]string{"DATA_TOKEN": "hunter2secret", "STATE_DIR": "plain"}
+	spec, err := specs.Parse("spec.yaml", []byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if spec == nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(spec.NewRedactWriter(&buf), "state %s", spec.State)
+	tests := []struct {
+		name, got, want string
+	}{
+		{"text", spec.Redact("open plain/hunter2secret.db"), "open plain/***.db"},
+		{"writer", buf.String(), "state plain/***.db"},
+		{"plain error", spec.RedactError(errors.New("key hunter2secret")).Error(), "key ***"},
+		// The spec's own errors keep their position and snippet.
+		{"spec errors", spec.RedactError(spec.Errorf(specs.Pos{File: "spec.yaml", Line: 3, Col: 8}, "state %s", spec.State)).Error(),
+			"spec.yaml:3:8: state plain/***.db\n    | state: \"${STATE_DIR}/${DATA_TOKEN}.db\"\n    |        ^"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+	// The unknown key and the missing stages.
+	if msg := spec.RedactError(err).Error(); !strings.Contains(msg, `unknown key "bad"`) || !strings.HasSuffix(msg, "\n2 problems") {
+		t.Errorf("a multierror keeps its problems and format: %q", msg)
+	}
+}
