@@ -42,7 +42,7 @@ type inspectReport struct {
 }
 
 func runInspect(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "inspect", "[flags] FILE...", "Shows what eaglet makes of dataset files before any run. Exits 1 when any file\nhas a problem, so scripts can gate on it.")
+	fs := newFlags(env, "inspect", "[--format NAME] [--map NAME=KEY,...] [--sample N] [--max-problems N] [--json] FILE...", "Shows what eaglet makes of dataset files before any run. Exits 1 when any file\nhas a problem, so scripts can gate on it.")
 	var opts dataset.Options
 	fs.StringVar(&opts.Format, "format", "auto", "row shape: auto or a format name (see the dataset README)")
 	mapping := fs.String("map", "", "field mapping as name=key,... (e.g. messages=dialog,role=speaker,role.user=customer)")

@@ -15,7 +15,7 @@ func init() {
 }
 
 func runRun(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "run", "[--stage NAME [--dataset NAME] [--force]] SPEC",
+	fs := newFlags(env, "run", "[--stage NAME [--dataset NAME] [--force]] [--progress auto|live|lines] SPEC",
 		"Runs every stage instance that is not up to date. Kill it at any time: the next run\ncontinues from the last commit. Ctrl-C stops dispatching, commits what finished and exits 130.")
 	stage := fs.String("stage", "", "run only this stage (and what it needs)")
 	dataset := fs.String("dataset", "", "with --stage: only this dataset's instance")
