@@ -27,6 +27,10 @@ type Config struct {
 	Rest, MaxRest time.Duration
 	// Client overrides the shared HTTP client, for tests.
 	Client *http.Client
+	// Log, when set, is told when a URL is taken out of service (with the
+	// failure that did it), fails a probe, and comes back: the lines a
+	// person reading the log the next morning needs.
+	Log func(format string, args ...any)
 }
 
 // Pool picks URLs for requests; it is safe for concurrent use.
@@ -45,6 +49,9 @@ type URL struct {
 	rest        time.Duration
 	downUntil   time.Time
 	probing     bool
+	// cause is the last failure, for the error of requests that find
+	// every URL out and for the log.
+	cause string
 }
 
 // New returns a pool over cfg.URLs.
@@ -106,34 +113,47 @@ func (p *Pool) Acquire() (*URL, error) {
 			wait = d
 		}
 	}
-	msg := fmt.Sprintf("all %d URLs are out of service after repeated failures", len(p.urls))
+	msg := fmt.Sprintf("all %d URLs are out of service after repeated failures (last: %s)", len(p.urls), p.urls[0].cause)
 	if len(p.urls) == 1 {
-		msg = "the endpoint's only URL is out of service after repeated failures"
+		msg = fmt.Sprintf("the endpoint's only URL %s is out of service after repeated failures: %s", p.urls[0].Base, p.urls[0].cause)
 	}
 	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond), NotSent: true, Msg: msg}
 }
 
 func (u *URL) down() bool { return !u.downUntil.IsZero() }
 
-// Release returns u to the pool. healthy reports whether the server answered
+// Release returns u to the pool. A nil failure means the server answered
 // sanely (any HTTP response but a 5xx); connection errors, timeouts and
 // 5xx count toward taking u out.
-func (p *Pool) Release(u *URL, healthy bool) {
+func (p *Pool) Release(u *URL, failure error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u.outstanding--
 	probe := u.probing
 	u.probing = false
-	if healthy {
+	if failure == nil {
+		if u.down() {
+			p.log("%s is back in service", u.Base)
+		}
 		u.fails, u.downUntil, u.rest = 0, time.Time{}, p.cfg.Rest
 		return
 	}
 	u.fails++
-	if probe {
+	u.cause = failure.Error()
+	switch {
+	case probe:
 		u.rest = min(2*u.rest, p.cfg.MaxRest)
 		u.downUntil = time.Now().Add(u.rest)
-	} else if u.fails >= p.cfg.FailAfter && !u.down() {
+		p.log("%s still failing, next try in %s: %s", u.Base, u.rest, u.cause)
+	case u.fails >= p.cfg.FailAfter && !u.down():
 		u.downUntil = time.Now().Add(u.rest)
+		p.log("%s out of service for %s after %d failures in a row: %s", u.Base, u.rest, u.fails, u.cause)
+	}
+}
+
+func (p *Pool) log(format string, args ...any) {
+	if p.cfg.Log != nil {
+		p.cfg.Log(format, args...)
 	}
 }
 

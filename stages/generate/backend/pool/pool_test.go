@@ -1,8 +1,12 @@
 package pool
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -107,23 +111,27 @@ func TestSplitThink(t *testing.T) {
 	}
 }
 
+var errRefused = errors.New("dial tcp: connection refused")
+
 func TestPool_TakesOutAndProbesBack(t *testing.T) {
-	p, _ := New(Config{URLs: []string{"http://a", "http://b"}, FailAfter: 2, Rest: 20 * time.Millisecond})
+	var logged []string
+	logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	p, _ := New(Config{URLs: []string{"http://a", "http://b"}, FailAfter: 2, Rest: 20 * time.Millisecond, Log: logf})
 	// Balanced by outstanding requests.
 	u1, _ := p.Acquire()
 	u2, _ := p.Acquire()
 	if u1 == u2 {
 		t.Fatal("two requests went to the same URL while another was idle")
 	}
-	p.Release(u2, true)
-	p.Release(u1, false)
+	p.Release(u2, nil)
+	p.Release(u1, errRefused)
 	for range 2 {
 		u, _ := p.Acquire()
 		if u != u1 {
-			p.Release(u, true)
+			p.Release(u, nil)
 			u, _ = p.Acquire()
 		}
-		p.Release(u, false)
+		p.Release(u, errRefused)
 	}
 	if p.Healthy() != 1 {
 		t.Fatalf("%d healthy after repeated failures of one URL", p.Healthy())
@@ -133,7 +141,7 @@ func TestPool_TakesOutAndProbesBack(t *testing.T) {
 		if u == u1 {
 			t.Fatal("a URL out of service got traffic before its rest was over")
 		}
-		p.Release(u, true)
+		p.Release(u, nil)
 	}
 	time.Sleep(25 * time.Millisecond)
 	probe, _ := p.Acquire()
@@ -144,10 +152,15 @@ func TestPool_TakesOutAndProbesBack(t *testing.T) {
 	if other == u1 {
 		t.Fatal("a second request went to a URL being probed")
 	}
-	p.Release(other, true)
-	p.Release(probe, true)
+	p.Release(other, nil)
+	p.Release(probe, nil)
 	if p.Healthy() != 2 {
 		t.Fatal("a successful probe did not bring the URL back")
+	}
+	// The log says which URL went out, why, and that it came back.
+	want := []string{"http://a out of service for 20ms after 2 failures in a row: dial tcp: connection refused", "http://a is back in service"}
+	if strings.Join(logged, "\n") != strings.Join(want, "\n") {
+		t.Errorf("logged %q; want %q", logged, want)
 	}
 }
 
@@ -156,14 +169,14 @@ func TestPool_AllDown(t *testing.T) {
 		urls []string
 		msg  string
 	}{
-		{[]string{"http://a"}, "the endpoint's only URL is out of service after repeated failures"},
-		{[]string{"http://a", "http://b"}, "all 2 URLs are out of service after repeated failures"},
+		{[]string{"http://a"}, "the endpoint's only URL http://a is out of service after repeated failures: dial tcp: connection refused"},
+		{[]string{"http://a", "http://b"}, "all 2 URLs are out of service after repeated failures (last: dial tcp: connection refused)"},
 	}
 	for _, tt := range tests {
 		p, _ := New(Config{URLs: tt.urls, FailAfter: 1, Rest: time.Minute})
 		for range tt.urls {
 			u, _ := p.Acquire()
-			p.Release(u, false)
+			p.Release(u, errRefused)
 		}
 		_, err := p.Acquire()
 		kind, wait := backend.Classify(err)
@@ -173,5 +186,16 @@ func TestPool_AllDown(t *testing.T) {
 		if !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("%d URLs all down: %q; want %q", len(tt.urls), err, tt.msg)
 		}
+	}
+}
+
+// A 404 is most often a base URL without /v1: the error names the URL.
+func TestPost_NotFoundNamesTheURL(t *testing.T) {
+	hs := httptest.NewServer(http.NotFoundHandler())
+	defer hs.Close()
+	p, _ := New(Config{URLs: []string{hs.URL}})
+	err := p.Post(context.Background(), "/chat/completions", []byte(`{}`), Auth{}, func(io.Reader) error { return nil })
+	if kind, _ := backend.Classify(err); kind != backend.Fatal || !strings.Contains(err.Error(), "POST "+hs.URL+"/chat/completions") || !strings.Contains(err.Error(), "/v1") {
+		t.Errorf("404: %v (%v); want a fatal error naming the URL and /v1", err, kind)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -30,8 +31,13 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 		return err
 	}
 	healthy, err := p.post(ctx, u.Base+path, body, auth, read)
-	p.Release(u, healthy)
-	return redact(err, auth.APIKey)
+	err = redact(err, auth.APIKey)
+	var failure error
+	if !healthy {
+		failure = err
+	}
+	p.Release(u, failure)
+	return err
 }
 
 func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, read func(io.Reader) error) (bool, error) {
@@ -56,7 +62,13 @@ func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, rea
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode < 500, StatusError(resp.StatusCode, resp.Header, b)
+		e := StatusError(resp.StatusCode, resp.Header, b)
+		if resp.StatusCode == http.StatusNotFound {
+			// Most often a base URL without /v1, or a model name the server
+			// does not serve: say which URL, since the body rarely does.
+			e.Msg = fmt.Sprintf("%s (POST %s): check the endpoint's url (OpenAI-compatible servers want it to end in /v1) and model", e.Msg, url)
+		}
+		return resp.StatusCode < 500, e
 	}
 	if err := read(resp.Body); err != nil {
 		if ctx.Err() != nil {
