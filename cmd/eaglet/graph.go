@@ -36,7 +36,7 @@ func runGraph(_ context.Context, env *cmdEnv, args []string) error {
 			nodes = append(nodes, st.Name)
 			label := st.Name + " (" + st.Uses + ")"
 			if st.Foreach != "" {
-				label += fmt.Sprintf(" x%d datasets", len(p.Spec.Datasets))
+				label += " x" + plural(len(p.Spec.Datasets), "dataset")
 			}
 			labels[st.Name] = label
 			for _, n := range st.Needs {

@@ -81,7 +81,11 @@ func runInspect(ctx context.Context, env *cmdEnv, args []string) error {
 		printReport(env.stdout, rep, *maxProblems)
 	}
 	if bad > 0 {
-		return &exitError{code: exitFailure, err: fmt.Errorf("%d of %d files have problems", bad, fs.NArg())}
+		have := "have"
+		if bad == 1 {
+			have = "has"
+		}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%d of %s %s problems", bad, plural(fs.NArg(), "file"), have)}
 	}
 	return nil
 }
@@ -164,7 +168,7 @@ func printReport(w io.Writer, rep *inspectReport, maxProblems int) {
 	fmt.Fprintf(w, "  container  %s\n  shape      %s\n", rep.Container, orNone(rep.Shape))
 	fmt.Fprintf(w, "  records    %d loaded, %d bad", rep.Records, rep.BadRows)
 	if rep.Duplicates > 0 {
-		fmt.Fprintf(w, ", %d duplicates (load keeps the first)", rep.Duplicates)
+		fmt.Fprintf(w, ", %s (load keeps the first)", plural(rep.Duplicates, "duplicate"))
 	}
 	fmt.Fprintln(w)
 	var roles []string
@@ -193,7 +197,8 @@ func printReport(w io.Writer, rep *inspectReport, maxProblems int) {
 		tools = append(tools, fmt.Sprintf("%s (%d)", name, rep.Tools[name]))
 	}
 	fmt.Fprintf(w, "  tools      %s\n", orNone(strings.Join(tools, ", ")))
-	fmt.Fprintf(w, "  calls      %d tool calls, %d messages with reasoning, %d records with turns awaiting answers\n", rep.ToolCalls, rep.Reasoning, rep.MultiTurn)
+	fmt.Fprintf(w, "  calls      %s, %s with reasoning, %s with turns awaiting answers\n",
+		plural(rep.ToolCalls, "tool call"), plural(rep.Reasoning, "message"), plural(rep.MultiTurn, "record"))
 	if len(rep.Problems) > 0 {
 		fmt.Fprintf(w, "  problems   %d\n", len(rep.Problems))
 		for i, p := range rep.Problems {

@@ -34,7 +34,7 @@ func TestInspect_ListsEveryProblem(t *testing.T) {
 		"records    2 loaded, 2 bad",
 		"roles      system 1, user 2, assistant 1",
 		"tools      f (1)",
-		"1 tool calls",
+		"1 tool call, 0 messages with reasoning, 0 records with turns",
 		p + ":2: row is not valid JSON",
 		p + ":3: messages: conversation has no user message",
 		`"content": "again"`,
@@ -43,7 +43,7 @@ func TestInspect_ListsEveryProblem(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(stderr.String(), "1 of 1 files have problems") {
+	if !strings.Contains(stderr.String(), "1 of 1 file has problems") {
 		t.Errorf("stderr = %q", stderr)
 	}
 }

@@ -24,6 +24,7 @@ func runValidate(_ context.Context, env *cmdEnv, args []string) error {
 		fmt.Fprintln(env.stderr, p.Spec.Redact(err.Error()))
 		return &exitError{code: exitSpec, err: errors.New("")}
 	}
-	fmt.Fprintf(env.stdout, "%s: ok (%d datasets, %d stages, %d instances)\n", path, len(p.Spec.Datasets), len(p.Spec.Stages), len(p.Nodes))
+	fmt.Fprintf(env.stdout, "%s: ok (%s, %s, %s)\n", path,
+		plural(len(p.Spec.Datasets), "dataset"), plural(len(p.Spec.Stages), "stage"), plural(len(p.Nodes), "instance"))
 	return nil
 }
