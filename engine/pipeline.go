@@ -142,7 +142,7 @@ func compileStage(spec *specs.Spec, st *specs.Stage) (*Stage, error) {
 	kind, ok := stages.Lookup(st.Uses)
 	if !ok {
 		return nil, spec.Errorf(st.Pos, "stage %s: unknown kind %q%s; kinds: %s", st.Name, st.Uses,
-			didYouMean(st.Uses, stages.Names()), strings.Join(stages.Names(), ", "))
+			specs.Suggest(st.Uses, stages.Names()), strings.Join(stages.Names(), ", "))
 	}
 	opts := kind.Options()
 	var errs *multierror.Error
@@ -181,15 +181,6 @@ func compileStage(spec *specs.Spec, st *specs.Stage) (*Stage, error) {
 		return nil, err
 	}
 	return &Stage{Spec: st, Kind: kind, Options: opts}, nil
-}
-
-func didYouMean(got string, names []string) string {
-	for _, n := range names {
-		if strings.EqualFold(n, got) || strings.HasPrefix(n, got) || strings.HasPrefix(got, n) {
-			return fmt.Sprintf(" (did you mean %q?)", n)
-		}
-	}
-	return ""
 }
 
 // topoStages orders stages so each comes after its needs (the spec has no

@@ -41,10 +41,75 @@ func (e *Expr) Compile(env any, opts ...expr.Option) error {
 	opts = append([]expr.Option{expr.Env(env)}, opts...)
 	prog, err := expr.Compile(e.Src, opts...)
 	if err != nil {
-		return e.errorAt(err)
+		return withSuggestion(e.errorAt(err), env)
 	}
 	e.prog = prog
 	return nil
+}
+
+// withSuggestion adds a "did you mean" to an unknown name or var, from
+// the names env offers.
+func withSuggestion(err error, env any) error {
+	var se *Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	if i := strings.Index(se.Msg, ": unknown name "); i >= 0 {
+		name := strings.Fields(se.Msg[i+len(": unknown name "):])[0]
+		se.Msg += suggest(name, envNames(reflect.ValueOf(env)))
+	} else if i := strings.Index(se.Msg, ": unknown var "); i >= 0 {
+		name := strings.Fields(se.Msg[i+len(": unknown var "):])[0]
+		if sug := suggest(name, envNames(envField(reflect.ValueOf(env), "vars"))); sug != "" {
+			se.Msg = strings.Replace(se.Msg, " (define it under vars:)", sug, 1)
+		}
+	}
+	return se
+}
+
+// envNames lists the names an expression environment offers: a map's keys
+// or a struct's fields by their expr tags.
+func envNames(v reflect.Value) []string {
+	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+		v = v.Elem()
+	}
+	var names []string
+	switch {
+	case !v.IsValid():
+	case v.Kind() == reflect.Map:
+		for _, k := range v.MapKeys() {
+			if k.Kind() == reflect.String {
+				names = append(names, k.String())
+			}
+		}
+	case v.Kind() == reflect.Struct:
+		for _, f := range reflect.VisibleFields(v.Type()) {
+			if name, _, _ := strings.Cut(f.Tag.Get("expr"), ","); name != "" {
+				names = append(names, name)
+			} else if f.IsExported() {
+				names = append(names, f.Name)
+			}
+		}
+	}
+	return names
+}
+
+// envField is the field of a struct environment named name in expressions.
+func envField(v reflect.Value, name string) reflect.Value {
+	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+		v = v.Elem()
+	}
+	if v.IsValid() && v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String {
+		return v.MapIndex(reflect.ValueOf(name).Convert(v.Type().Key()))
+	}
+	if !v.IsValid() || v.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if tag, _, _ := strings.Cut(f.Tag.Get("expr"), ","); tag == name || (tag == "" && f.Name == name) {
+			return v.FieldByIndex(f.Index)
+		}
+	}
+	return reflect.Value{}
 }
 
 // Eval runs the compiled expression against env.

@@ -1,6 +1,7 @@
 package specs_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/specs"
@@ -28,5 +29,32 @@ func TestExpr_Reads(t *testing.T) {
 				t.Errorf("Reads(input) = %v; want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A misspelt name gets the closest name the environment offers.
+func TestExpr_CompileSuggests(t *testing.T) {
+	// Vars are a generated struct type, as Spec makes them.
+	vars := struct {
+		MaxSamples int `expr:"max_samples"`
+	}{}
+	type record struct {
+		CompletionTokens int    `expr:"completion_tokens"`
+		FinishReason     string `expr:"finish_reason"`
+	}
+	for _, tc := range []struct {
+		src  string
+		env  any
+		want string
+	}{
+		{"vars.max_sample", map[string]any{"vars": vars}, `unknown var max_sample (did you mean "max_samples"?)`},
+		{"completion_tokns >= 16", record{}, `unknown name completion_tokns (did you mean "completion_tokens"?)`},
+		{"zzz > 1", record{}, "unknown name zzz"},
+	} {
+		e := specs.Expr{Src: tc.src}
+		err := e.Compile(tc.env)
+		if err == nil || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("Compile(%q): %v; want it to end in %s", tc.src, err, tc.want)
+		}
 	}
 }
