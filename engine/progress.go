@@ -191,9 +191,11 @@ func (s *nodeProgress) status(now time.Time) string {
 	h := s.handled()
 	todo := max(s.total-s.already, 0)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d/%d", s.already+h, s.total)
 	if s.total > 0 {
-		fmt.Fprintf(&b, " %3.0f%%", 100*float64(s.already+h)/float64(s.total))
+		fmt.Fprintf(&b, "%d/%d %3.0f%%", s.already+h, s.total, 100*float64(s.already+h)/float64(s.total))
+	} else {
+		// A load does not know its total until the file is read.
+		fmt.Fprintf(&b, "%d", s.already+h)
 	}
 	if elapsed > 0 && h > 0 {
 		rate := float64(h) / elapsed

@@ -112,7 +112,7 @@ func TestLoad_ValidationErrors(t *testing.T) {
 		{
 			name: "misspelt var names the var",
 			spec: validBase + "  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: \"vars.max_sample\"}}\n",
-			want: []string{"unknown var max_sample (define it under vars:)"},
+			want: []string{`unknown var max_sample (did you mean "max_samples"?)`},
 		},
 		{
 			name: "unknown dataset format",
