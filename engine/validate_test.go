@@ -147,6 +147,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			want: []string{`spec.yaml:15:14: stage g: turns is "every"; use last or all`},
 		},
 		{
+			name: "turns all on sglang needs a tokenizer",
+			spec: strings.Replace(generateBase, "sim: {api: sim}", "sim: {api: sglang, urls: [\"http://h:1\"]}", 1) + "      turns: all\n",
+			want: []string{"spec.yaml:15:14: stage g: turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn"},
+		},
+		{
 			name: "bad budget scope points at its value",
 			spec: generateBase + "      budget:\n        samples: 10\n        scope: run\n",
 			want: []string{`spec.yaml:17:16: stage g: budget scope is "run"; use dataset or stage`},
@@ -160,6 +165,33 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			name: "merge weight of an unknown dataset points at its name",
 			spec: mergeBase + "      weights: {a: 1, b: 2}\n",
 			want: []string{`spec.yaml:15:23: stage m: weights name unknown dataset "b" (did you mean "a"?); datasets: [a]`},
+		},
+		{
+			name: "bad foreach points at its value",
+			spec: validBase + "  - {name: f, uses: filter, needs: [load], foreach: dataset, with: {keep: \"true\"}}\n",
+			want: []string{`spec.yaml:10:53: stage f: foreach is "dataset"; the only value is datasets`},
+		},
+		{
+			name: "merge with foreach points at foreach",
+			spec: strings.Replace(mergeBase, "    needs: [load]\n", "    needs: [load]\n    foreach: datasets\n", 1),
+			want: []string{"spec.yaml:13:14: stage m: remove `foreach:`; merge takes every dataset from its needs and writes one file" + `, which per-dataset instances would each overwrite
+    |     foreach: datasets
+    |              ^`},
+		},
+		{
+			name: "two merges writing one file",
+			spec: mergeBase + "  - {name: m2, uses: merge, needs: [load], with: {out: ./out.jsonl}}\n",
+			want: []string{"spec.yaml:15:56: stage m2: out ./out.jsonl is also written by stage m (line 10); write it elsewhere"},
+		},
+		{
+			name: "merge writing the state store",
+			spec: strings.Replace(mergeBase, "out: out.jsonl", "out: .eaglet/v.db", 1),
+			want: []string{"spec.yaml:14:12: stage m: out .eaglet/v.db is the state store; write it elsewhere"},
+		},
+		{
+			name: "merge writing over a dataset's source",
+			spec: strings.Replace(mergeBase, "out: out.jsonl", "out: a.jsonl", 1),
+			want: []string{"spec.yaml:14:12: stage m: out a.jsonl is the source of dataset a; write it elsewhere"},
 		},
 		{
 			name: "max_tokens of 0 for one dataset points at its value",
