@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -19,10 +20,13 @@ type Step struct {
 	Run bool
 	// Action says what and why: "up to date", "will run: never ran",
 	// "will rerun: max_samples 7000 -> 8000", ...
-	Action   string
+	Action string
+	// Estimate is the instance's whole output once the run is done: the
+	// outcomes kept from earlier runs plus what the run adds. Its Seconds
+	// and Dollars are those of the run's own work.
 	Estimate stages.Estimate
-	// NewTokens and NewBytes are what the instance itself adds beyond its
-	// input (generation adds tokens, a filter adds none), for totals.
+	// NewTokens and NewBytes are what the run adds beyond its input
+	// (generation adds tokens, a filter adds none), for totals.
 	NewTokens int64
 	NewBytes  int64
 	// Concurrency is the instance's resolved concurrency (item stages).
@@ -39,28 +43,47 @@ func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
 	steps := map[*Node]*Step{}
 	var out []*Step
 	shared := &stages.Shared{}
-	for _, n := range p.Nodes {
-		s := p.planNode(n, store, steps, shared, force[n])
-		steps[n] = s
-		out = append(out, s)
+	// A stage's instances are planned together, since they may share a
+	// budget; the stages they need all come before them in p.Nodes.
+	for nodes := p.Nodes; len(nodes) > 0; {
+		n := 1
+		for n < len(nodes) && nodes[n].Stage == nodes[0].Stage {
+			n++
+		}
+		drafts := make([]*draft, n)
+		for i, node := range nodes[:n] {
+			drafts[i] = p.planStep(node, store, steps, shared, force[node])
+		}
+		fitBudgets(drafts)
+		for _, d := range drafts {
+			d.finish(store)
+			steps[d.Node] = d.Step
+			out = append(out, d.Step)
+		}
+		nodes = nodes[n:]
 	}
 	return out
 }
 
-func (p *Pipeline) planNode(n *Node, store *state.Store, steps map[*Node]*Step, shared *stages.Shared, force bool) *Step {
-	s := p.planStep(n, store, steps, shared, force)
-	var inTokens, inBytes int64
-	for _, up := range n.Needs {
-		inTokens += steps[up].Estimate.CompletionTokens
-		inBytes += steps[up].Estimate.Bytes
-	}
-	// Batch stages select, repeat and order records but generate nothing:
-	// the copies a merge weight of 2 makes are no tokens to pay for.
-	if s.Mapper {
-		s.NewTokens = max(s.Estimate.CompletionTokens-inTokens, 0)
-	}
-	s.NewBytes = max(s.Estimate.Bytes-inBytes, 0)
-	return s
+// draft is a step before its stage's budgets are applied.
+type draft struct {
+	*Step
+	// estimated is set once the estimates below are worked out; a step
+	// that is blocked or in error has none.
+	estimated bool
+	// kept are the stored outcomes a run keeps (done or dropped), whose
+	// input it does not process again, and done those of them it outputs.
+	kept, done stages.Estimate
+	// whole is the stage's estimate of its output from all its input;
+	// work is what the run adds, from workIn, the input it processes.
+	whole, work, workIn stages.Estimate
+	// leftover counts the records an earlier run left (skipped, failed)
+	// when they are all there is to do: a spent budget leaves them be.
+	leftover int
+	// allowed is the share of the work the budgets let through, and
+	// shared says one of those budgets is shared with other instances.
+	allowed float64
+	shared  bool
 }
 
 // add sums the sizes of two estimates; the sum is exact when both are.
@@ -93,8 +116,9 @@ func byDataset(needs []*Node, steps map[*Node]*Step) map[string]stages.Estimate 
 	return parts
 }
 
-func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, shared *stages.Shared, force bool) *Step {
+func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, shared *stages.Shared, force bool) *draft {
 	s := &Step{Node: n}
+	d := &draft{Step: s, allowed: 1, done: stages.Estimate{Exact: true}}
 	in := stages.Estimate{Exact: true, ByDataset: byDataset(n.Needs, steps)}
 	upstreamRuns, upstreamBroken := false, false
 	for _, up := range n.Needs {
@@ -111,30 +135,25 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	}
 	if upstreamBroken {
 		s.Run, s.Action = true, "blocked: an earlier stage has a problem"
-		return s
+		return d
 	}
 	pr, err := p.prepare(n, specs.InputInfo{Records: in.Records}, shared, func(string, ...any) {}, true, store)
 	if err != nil {
-		return p.failStep(s, p.instanceError(n, err))
+		p.failStep(s, p.instanceError(n, err))
+		return d
 	}
 	s.Concurrency = pr.concurrency
 	_, s.Mapper = pr.stage.(stages.Mapper)
-	s.Estimate = in
-	if est, ok := pr.stage.(stages.Estimator); ok {
-		e, err := est.Estimate(in)
-		if err != nil {
-			return p.failStep(s, p.instanceError(n, err))
-		}
-		s.Estimate = e
-	}
-	s.Estimate.ByDataset = nil // it describes an input, not this output
 	var prev *state.Instance
 	if store != nil {
 		if prev, err = store.GetInstance(n.ID); err != nil {
-			return p.failStep(s, fmt.Errorf("%s: %w", n.ID, err))
+			p.failStep(s, fmt.Errorf("%s: %w", n.ID, err))
+			return d
 		}
 	}
-	s.Run, s.Action = true, ""
+	// todo is how many input records the run processes.
+	todo := in.Records
+	s.Run = true
 	switch {
 	case force:
 		s.Action = "will rerun: forced"
@@ -145,16 +164,11 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	case upstreamRuns && s.Mapper:
 		// Outcomes already stored are kept for the records that stay, so
 		// only the part of the input beyond them is new work.
-		kept := 0
-		if counts, err := store.Counts(n.ID); err == nil {
-			for _, c := range counts {
-				if c.Status == int(stages.Done) || c.Status == int(stages.Dropped) {
-					kept += c.N
-				}
-			}
+		if err := d.readKept(store); err != nil {
+			p.failStep(s, fmt.Errorf("%s: %w", n.ID, err))
+			return d
 		}
-		todo := max(in.Records-kept, 0)
-		s.Estimate = scale(s.Estimate, todo, in.Records)
+		todo = max(in.Records-d.kept.Records, 0)
 		if todo == 0 {
 			s.Action = "will recheck its input; no new records expected"
 		} else {
@@ -164,15 +178,19 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		s.Action = "will run if its input changes"
 	case s.Mapper:
 		pending, err := store.CountPending(n.ID, upstream, pr.fp)
+		if err == nil {
+			err = d.readKept(store)
+		}
+		todo = pending
 		switch {
 		case err != nil:
-			s.Action = "error: " + err.Error()
+			p.failStep(s, fmt.Errorf("%s: %w", n.ID, err))
+			return d
 		case pending > 0:
 			s.Action = fmt.Sprintf("will run: %d of %d records to do", pending, in.Records)
-			s.Estimate = scale(s.Estimate, pending, in.Records)
+			d.leftover = pending
 		case prev.Status != "done":
 			s.Action = "will finish: last run stopped early; nothing left to process"
-			s.Estimate = scale(s.Estimate, 0, in.Records)
 		default:
 			s.Run, s.Action = false, "up to date"
 		}
@@ -191,43 +209,146 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			s.Action = "will finish: last run stopped early"
 		}
 	}
-	if s.Run && s.Estimate.Note != "" {
-		s.Action += " (" + s.Estimate.Note + ")"
+	if !s.Run {
+		todo = 0
+	}
+	if err := d.estimate(pr.stage, in, todo); err != nil {
+		p.failStep(s, p.instanceError(n, err))
+	}
+	return d
+}
+
+// readKept reads the outcomes a run keeps from the store.
+func (d *draft) readKept(store *state.Store) error {
+	counts, err := store.Counts(d.Node.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range counts {
+		e := stages.Estimate{Records: c.N, PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens}
+		switch c.Status {
+		case int(stages.Done):
+			d.done = add(d.done, e)
+			d.kept = add(d.kept, e)
+		case int(stages.Dropped):
+			d.kept = add(d.kept, e)
+		}
+	}
+	return nil
+}
+
+// estimate works out the instance's output from all its input, and the
+// run's work from the todo records of it that no kept outcome stands for.
+func (d *draft) estimate(st stages.Stage, in stages.Estimate, todo int) error {
+	est, ok := st.(stages.Estimator)
+	of := func(in stages.Estimate) (stages.Estimate, error) {
+		if !ok {
+			return in, nil
+		}
+		return est.Estimate(in)
+	}
+	var err error
+	if d.whole, err = of(in); err != nil {
+		return err
+	}
+	switch {
+	case todo == in.Records && d.kept.Records == 0:
+		d.work, d.workIn = d.whole, in
+	case todo > 0:
+		// Bytes are shared out by records; tokens are what the kept
+		// outcomes do not account for, since an outcome counts the tokens
+		// of the record it came from (generate adds completions to those
+		// of an input without any), so the totals downstream add up.
+		d.workIn = scaled(in, float64(todo)/float64(in.Records))
+		d.workIn.Records = todo
+		d.workIn.PromptTokens = max(in.PromptTokens-d.kept.PromptTokens, 0)
+		d.workIn.CompletionTokens = max(in.CompletionTokens-d.kept.CompletionTokens, 0)
+		if d.work, err = of(d.workIn); err != nil {
+			return err
+		}
+	}
+	d.estimated = true
+	return nil
+}
+
+// finish cuts the work to what the budgets allow and settles the step's
+// action and estimate.
+func (d *draft) finish(store *state.Store) {
+	s := d.Step
+	if !d.estimated {
+		return
+	}
+	work, workIn := d.work, d.workIn
+	if d.allowed < 1 {
+		work, workIn = scaled(work, d.allowed), scaled(workIn, d.allowed)
+		work.Exact = false
+		if d.allowed == 0 && d.leftover > 0 {
+			s.Run = false
+			s.Action = fmt.Sprintf("up to date (%d records skipped for budget; raise the budget to continue)", d.leftover)
+		}
 	}
 	if !s.Run {
 		// Up to date: report what is stored, not what was predicted.
-		if c, err := store.CountOutputs([]string{n.ID}); err == nil {
+		s.Estimate = d.whole
+		s.Estimate.Seconds, s.Estimate.Dollars = 0, 0
+		if c, err := store.CountOutputs([]string{s.Node.ID}); err == nil {
 			s.Estimate.Records, s.Estimate.Exact = c, true
 		}
-		if u, err := usage(store, []string{n.ID}); err == nil && s.Mapper {
+		if u, err := usage(store, []string{s.Node.ID}); err == nil && s.Mapper {
 			s.Estimate.PromptTokens, s.Estimate.CompletionTokens = u.PromptTokens, u.CompletionTokens
 		}
+		return
 	}
-	return s
+	// The output is what is kept plus what the run adds. The store does
+	// not say how many bytes the kept outcomes take; the estimate does.
+	s.Estimate = add(d.done, work)
+	s.Estimate.Bytes = d.whole.Bytes - d.work.Bytes + work.Bytes
+	s.Estimate.Exact = s.Estimate.Exact && d.whole.Exact
+	s.Estimate.Seconds, s.Estimate.Dollars = work.Seconds, work.Dollars
+	// Batch stages select, repeat and order records but generate nothing:
+	// the copies a merge weight of 2 makes are no tokens to pay for.
+	if s.Mapper {
+		s.NewTokens = max(work.CompletionTokens-workIn.CompletionTokens, 0)
+	}
+	s.NewBytes = max(work.Bytes-workIn.Bytes, 0)
+	var notes []string
+	if d.whole.Note != "" {
+		notes = append(notes, d.whole.Note)
+	}
+	if d.allowed < 1 {
+		budget := "the budget"
+		if d.shared {
+			budget = "the stage's budget"
+		}
+		notes = append(notes, fmt.Sprintf("%s allows %d%% of them", budget, int(100*d.allowed)))
+	}
+	if len(notes) > 0 {
+		s.Action += " (" + strings.Join(notes, "; ") + ")"
+	}
 }
 
 // failStep marks a step that cannot be planned. err names the instance; a
 // spec error's source line and caret stay in Err, for the full report, while
 // Action keeps one line for the table.
-func (p *Pipeline) failStep(s *Step, err error) *Step {
+func (p *Pipeline) failStep(s *Step, err error) {
 	line, _, _ := strings.Cut(p.Spec.Redact(err.Error()), "\n")
 	s.Err, s.Run, s.Action = err, true, "error: "+line
-	return s
 }
 
-// scale keeps the cost figures of the part of an instance still to do.
-func scale(e stages.Estimate, part, whole int) stages.Estimate {
-	if whole <= 0 || part >= whole {
+// scaled keeps the share f of an estimate's records, tokens, bytes, time
+// and cost, as if its records were alike.
+func scaled(e stages.Estimate, f float64) stages.Estimate {
+	if f >= 1 {
 		return e
 	}
-	if part <= 0 {
-		e.CompletionTokens, e.Seconds, e.Dollars = 0, 0, 0
-		return e
-	}
-	f := float64(part) / float64(whole)
-	e.CompletionTokens = int64(float64(e.CompletionTokens) * f)
+	f = max(f, 0)
+	e.Records = int(math.Round(float64(e.Records) * f))
+	e.PromptTokens = int64(math.Round(float64(e.PromptTokens) * f))
+	e.CompletionTokens = int64(math.Round(float64(e.CompletionTokens) * f))
+	e.Bytes = int64(math.Round(float64(e.Bytes) * f))
 	e.Seconds *= f
 	e.Dollars *= f
+	e.ByDataset = nil // its parts would no longer add up to it
 	return e
 }
 

@@ -1,13 +1,17 @@
 package engine_test
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // weightsSpec has two datasets generated on the simulator and merged;
@@ -112,4 +116,199 @@ stages:
 	if strings.Contains(s.Action, "\n") || !strings.HasPrefix(s.Action, "error: ") {
 		t.Errorf("action %q; want the error's first line", s.Action)
 	}
+}
+
+// TestPlan_RaisedCapCountsNewWorkOnce: after a cap is raised, each row
+// shows the instance's whole output (what is kept plus what the run adds),
+// so a filter that keeps everything matches its generate row, and only the
+// generate rows add new tokens.
+func TestPlan_RaisedCapCountsNewWorkOnce(t *testing.T) {
+	dir := t.TempDir()
+	runSpec(t, writeSpec(t, dir, map[string]string{"keep": "true"}))
+	before := planByID(t, writeSpec(t, dir, map[string]string{"keep": "true"}))
+	after := planByID(t, writeSpec(t, dir, map[string]string{"keep": "true", "cap": "80"}))
+	// 30 more chat records at est_completion_tokens 300; code has no
+	// estimate, so the sim's mean_tokens 120 stands in.
+	newChat, newCode := int64(30*300), int64(30*120)
+	tests := []struct {
+		id                string
+		records           int
+		completion, added int64
+	}{
+		{"generate[chat]", 80, before["generate[chat]"].Estimate.CompletionTokens + newChat, newChat},
+		{"filter[chat]", 80, before["filter[chat]"].Estimate.CompletionTokens + newChat, 0},
+		{"generate[code]", 80, before["generate[code]"].Estimate.CompletionTokens + newCode, newCode},
+		{"filter[code]", 80, before["filter[code]"].Estimate.CompletionTokens + newCode, 0},
+		{"merge", 160, before["merge"].Estimate.CompletionTokens + newChat + newCode, 0},
+	}
+	var added int64
+	for _, s := range after {
+		if s.Run {
+			added += s.NewTokens
+		}
+	}
+	if added != newChat+newCode {
+		t.Errorf("the run adds %d completion tokens; want %d, counted once", added, newChat+newCode)
+	}
+	for _, tt := range tests {
+		s := after[tt.id]
+		if !s.Run || s.Estimate.Records != tt.records || s.Estimate.CompletionTokens != tt.completion || s.NewTokens != tt.added {
+			t.Errorf("%s: run %v, %d records, %d completion tokens, %d new (%s); want run, %d records, %d tokens, %d new",
+				tt.id, s.Run, s.Estimate.Records, s.Estimate.CompletionTokens, s.NewTokens, s.Action, tt.records, tt.completion, tt.added)
+		}
+	}
+}
+
+// planByID plans the spec at path against its store.
+func planByID(t *testing.T, path string) map[string]*engine.Step {
+	t.Helper()
+	p, err := engine.Load(path, enginetest.NoEnv)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	store, err := state.Open(p.Spec.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	steps := map[string]*engine.Step{}
+	for _, s := range p.Plan(store, nil) {
+		if s.Err != nil {
+			t.Fatalf("plan %s: %v", s.Node.ID, s.Err)
+		}
+		steps[s.Node.ID] = s
+	}
+	return steps
+}
+
+// budgetSpec generates answers for two datasets under a budget;
+// est_completion_tokens of 200 makes chat's 140 records 28,000 tokens and
+// code's 110 records 22,000.
+const budgetSpec = `version: 1
+name: budget
+state: state.db
+datasets:
+  chat: {source: {{data}}/chat.jsonl, format: messages, est_completion_tokens: 200}
+  code: {source: {{data}}/code.jsonl, format: sharegpt, est_completion_tokens: 200}
+endpoints:
+  sim: {api: sim, concurrency: 4, options: {seed: 3, mean_tokens: 200}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {endpoint: sim, max_tokens: 400, budget: {{budget}}}}
+`
+
+func writeBudgetSpec(t *testing.T, dir, budget string) string {
+	t.Helper()
+	data, err := filepath.Abs("../specs/examples/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "spec.yaml")
+	spec := strings.NewReplacer("{{data}}", data, "{{budget}}", budget).Replace(budgetSpec)
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestPlan_BudgetShares: a stage-wide budget is shared by the stage's
+// instances, each cut in proportion to its estimate; a per-dataset one cuts
+// only the instances that exceed it.
+func TestPlan_BudgetShares(t *testing.T) {
+	tests := []struct {
+		name, budget string
+		// completion is each instance's expected completion tokens, and
+		// note what its action should end with.
+		completion map[string]int64
+		note       map[string]string
+	}{
+		{"per dataset", "{completion_tokens: 25_000}",
+			map[string]int64{"generate[chat]": 25_000, "generate[code]": 22_000},
+			map[string]string{"generate[chat]": "will run: never ran (the budget allows 89% of them)", "generate[code]": "will run: never ran"}},
+		{"stage", "{completion_tokens: 25_000, scope: stage}",
+			map[string]int64{"generate[chat]": 14_000, "generate[code]": 11_000},
+			map[string]string{"generate[chat]": "will run: never ran (the stage's budget allows 50% of them)", "generate[code]": "will run: never ran (the stage's budget allows 50% of them)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			steps := planByID(t, writeBudgetSpec(t, t.TempDir(), tt.budget))
+			for id, want := range tt.completion {
+				s := steps[id]
+				if got := s.Estimate.CompletionTokens; got < want-1 || got > want {
+					t.Errorf("%s: %d completion tokens; want %d", id, got, want)
+				}
+				if s.NewTokens != s.Estimate.CompletionTokens {
+					t.Errorf("%s: %d new tokens; want all %d", id, s.NewTokens, s.Estimate.CompletionTokens)
+				}
+				if s.Action != tt.note[id] {
+					t.Errorf("%s: action %q; want %q", id, s.Action, tt.note[id])
+				}
+			}
+		})
+	}
+}
+
+// TestPlan_SpentBudgetIsUpToDate: records skipped for a budget that is
+// spent are no work to do, or the plan would never settle; once the budget
+// is raised they are.
+func TestPlan_SpentBudgetIsUpToDate(t *testing.T) {
+	dir := t.TempDir()
+	const budget = "{completion_tokens: 6000}"
+	path := writeBudgetSpec(t, dir, budget)
+	runSpec(t, path)
+	spent := countStatus(t, dir, stages.Done)
+	// A second run does nothing more: the budget admits no request.
+	runSpec(t, path)
+	if got := countStatus(t, dir, stages.Done); got != spent {
+		t.Fatalf("a second run took generate[chat] from %d done records to %d; want none more", spent, got)
+	}
+	spec := mustReadString(t, path)
+	tests := []struct {
+		name, budget string
+		run          bool
+		action       string
+	}{
+		{"spent", budget, false, "up to date (%d records skipped for budget; raise the budget to continue)"},
+		{"raised", "{completion_tokens: 9000}", true, "will run: %d of 140 records to do (the budget allows "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			skipped := countStatus(t, dir, stages.Skipped)
+			p, store := enginetest.Open(t, dir, strings.Replace(spec, budget, tt.budget, 1))
+			for _, s := range p.Plan(store, nil) {
+				if s.Node.ID != "generate[chat]" {
+					continue
+				}
+				if want := fmt.Sprintf(tt.action, skipped); s.Run != tt.run || !strings.HasPrefix(s.Action, want) {
+					t.Errorf("generate[chat]: run %v, %q; want run %v, %q", s.Run, s.Action, tt.run, want)
+				}
+			}
+		})
+	}
+}
+
+// countStatus counts generate[chat]'s records of a status in dir's store.
+func countStatus(t *testing.T, dir string, status stages.Status) int {
+	t.Helper()
+	store, err := state.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	counts, err := store.Counts("generate[chat]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range counts {
+		if c.Status == int(status) {
+			n += c.N
+		}
+	}
+	return n
+}
+
+func mustReadString(t *testing.T, path string) string {
+	t.Helper()
+	return string(mustRead(t, path))
 }

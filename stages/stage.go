@@ -207,6 +207,21 @@ type Estimate struct {
 	// is nil; the parts carry no ByDataset of their own, and the plan keeps
 	// none on a stage's output.
 	ByDataset map[string]Estimate
+	// Limits are the budgets the work must fit in. The plan cuts the
+	// estimate to what they allow rather than the stage, because a budget
+	// may be shared by several instances.
+	Limits []Limit
+}
+
+// Limit is a budget as a plan sees it. Instances naming the same Budget
+// share what is Left of it in proportion to what each would Need.
+type Limit struct {
+	// Budget identifies the budget; it must be comparable.
+	Budget any
+	// Left is what remains of the budget and Need what the work would
+	// spend without it, in the budget's unit (tokens, records, dollars).
+	// A Left of 0 means the budget admits nothing more.
+	Left, Need float64
 }
 
 // Shared is a per-run store of resources shared between instances.

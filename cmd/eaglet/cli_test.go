@@ -117,6 +117,34 @@ func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
 	}
 }
 
+// TestCLI_PlanAfterBudgetRun: once a run has spent a budget, the records it
+// skipped are no change for --detailed-exitcode until the budget is raised.
+func TestCLI_PlanAfterBudgetRun(t *testing.T) {
+	path := quickSpec(t)
+	src, _ := os.ReadFile(path)
+	withBudget := func(tokens string) {
+		spec := strings.Replace(string(src), "temperature: 0.7}", "temperature: 0.7, budget: {completion_tokens: "+tokens+"}}", 1)
+		os.WriteFile(path, []byte(spec), 0o644)
+	}
+	steps := []struct {
+		args     []string
+		budget   string
+		code     int
+		contains string
+	}{
+		{[]string{"run", path}, "20_000", exitOK, "skipped: budget"},
+		{[]string{"plan", "--detailed-exitcode", path}, "20_000", exitOK, "records skipped for budget; raise the budget to continue"},
+		{[]string{"plan", "--detailed-exitcode", path}, "30_000", exitChanges, "(the budget allows "},
+	}
+	for _, s := range steps {
+		withBudget(s.budget)
+		code, out, errOut := eaglet(s.args...)
+		if code != s.code || !strings.Contains(out+errOut, s.contains) {
+			t.Fatalf("eaglet %s with a budget of %s: exit %d, want %d with %q in output:\n%s%s", strings.Join(s.args, " "), s.budget, code, s.code, s.contains, out, errOut)
+		}
+	}
+}
+
 func TestCLI_InvalidSpec(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(path, []byte("version: 1\nname: x\nstagez: []\n"), 0o644)
