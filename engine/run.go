@@ -66,7 +66,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	stopProg := prog.start()
 	defer stopProg()
 
-	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{}, prog: prog}
+	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{Log: prog.line}, prog: prog}
 	results := make(map[*Node]*Result, len(nodes))
 	done := make(map[*Node]chan struct{}, len(nodes))
 	for _, n := range nodes {

@@ -226,8 +226,11 @@ type Limit struct {
 
 // Shared is a per-run store of resources shared between instances.
 type Shared struct {
-	mu sync.Mutex
-	m  map[string]any
+	// Log, when set, writes a line about the run rather than one instance
+	// (an endpoint's URL going out of service); secrets are scrubbed.
+	Log func(format string, args ...any)
+	mu  sync.Mutex
+	m   map[string]any
 }
 
 // Get returns the resource stored under key, making it on first use.

@@ -11,6 +11,7 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/openai"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/sglang"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/simapi"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
@@ -75,8 +76,21 @@ type OpenAIOptions struct {
 	ThinkEnd     string         `yaml:"think_end"`
 }
 
-func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
+// newEndpoint builds an endpoint's client; logf (nil: quiet) hears about
+// its URLs going out of service and coming back.
+func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*endpoint, error) {
 	e := &endpoint{spec: ep, concurrency: ep.Concurrency.N, meanTokens: 1000}
+	var p *pool.Pool
+	if len(ep.URLs) > 0 {
+		var err error
+		cfg := pool.Config{URLs: ep.URLs}
+		if logf != nil {
+			cfg.Log = func(format string, args ...any) { logf("endpoint %s: %s", ep.Name, fmt.Sprintf(format, args...)) }
+		}
+		if p, err = pool.New(cfg); err != nil {
+			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
+		}
+	}
 	maxConc := ep.MaxConcurrency
 	if maxConc == 0 {
 		maxConc = 1024
@@ -113,7 +127,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 		if err := spec.Decode(ep.Options, &o); err != nil {
 			return nil, err
 		}
-		c, err := sglang.New(sglang.Config{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
+		c, err := sglang.New(sglang.Config{Pool: p, URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
 			Stream: o.Stream, SamplingParams: o.SamplingParams, StopTokenIDs: o.StopTokenIDs, ThinkStart: o.ThinkStart, ThinkEnd: o.ThinkEnd})
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
@@ -125,7 +139,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint) (*endpoint, error) {
 		if err := spec.Decode(ep.Options, &o); err != nil {
 			return nil, err
 		}
-		c, err := openai.New(openai.Config{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
+		c, err := openai.New(openai.Config{Pool: p, URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
 			Completions: o.Completions, Stream: o.Stream, ReturnTokenIDs: o.ReturnTokenIDs, ChatTemplateKwargs: o.ChatTemplateKwargs,
 			Extra: o.Extra, StopTokenIDs: o.StopTokenIDs, ThinkStart: o.ThinkStart, ThinkEnd: o.ThinkEnd})
 		if err != nil {

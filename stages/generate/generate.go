@@ -116,7 +116,7 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if !slices.Contains(specs.APIs, ep.API) {
 		return nil // already reported by the spec's own checks
 	}
-	if _, err := newEndpoint(spec, ep); err != nil {
+	if _, err := newEndpoint(spec, ep, nil); err != nil {
 		var se *specs.Error
 		var me *multierror.Error
 		if errors.As(err, &se) || errors.As(err, &me) {
@@ -162,7 +162,7 @@ var (
 func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 	o := inst.Options.(*Options)
 	v, err := inst.Shared.Get("endpoint:"+o.Endpoint, func() (any, error) {
-		return newEndpoint(inst.Spec, inst.Spec.Endpoint(o.Endpoint))
+		return newEndpoint(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
 	})
 	if err != nil {
 		return nil, err
@@ -488,8 +488,12 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 			// delays records without failing them.
 			attempt--
 			outage += wait
-		} else if kind != backend.Retryable || attempt >= g.retries {
+		} else if kind != backend.Retryable || g.retries == 0 {
 			return nil, err
+		} else if attempt >= g.retries {
+			// Say the retries are spent, or the next morning's reader
+			// cannot tell a flaky server from one that never answered.
+			return nil, fmt.Errorf("%d attempts, the last: %w", attempt+1, err)
 		}
 		if wait == 0 {
 			wait = backoff(attempt)

@@ -1,10 +1,14 @@
 package generate_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim"
 	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
@@ -66,5 +70,38 @@ stages:
 	}
 	if len(counts) != 1 || counts[0].Status != 3 || counts[0].N != 2 || counts[0].Reason != "nothing received for 200ms" {
 		t.Errorf("counts %+v; want both records failed: nothing received for 200ms", counts)
+	}
+}
+
+// TestEndpoint_LogsURLOutOfService: a run against a server that refuses
+// connections says so in its log, naming the URL and the failure, instead
+// of showing 0 done until the timeout.
+func TestEndpoint_LogsURLOutOfService(t *testing.T) {
+	dir := t.TempDir()
+	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 3)
+	p, store := enginetest.Open(t, dir, `version: 1
+name: down
+state: state.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  target: {api: openai, urls: ["http://127.0.0.1:1/v1"]}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 8, timeout: 1s, retries: 1}}
+`)
+	var log bytes.Buffer
+	p.Run(context.Background(), store, engine.RunOptions{Log: &log})
+	if !strings.Contains(log.String(), "endpoint target: http://127.0.0.1:1/v1 out of service for 2s after 3 failures in a row: ") ||
+		!strings.Contains(log.String(), "connection refused") {
+		t.Errorf("log:\n%s\nwant a line saying the URL is out of service and why", log.String())
+	}
+	// The records' reason says the retries were spent.
+	counts, err := store.Counts("generate[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) == 0 || !strings.HasPrefix(counts[0].Reason, "2 attempts, the last: ") {
+		t.Errorf("counts %+v; want failures saying 2 attempts were made", counts)
 	}
 }
