@@ -413,6 +413,10 @@ func (g *Generate) Progress() string {
 		cost := (float64(g.usedPrompt.Load())*p.Input + float64(g.usedCompletion.Load())*p.Output) / 1e6
 		parts = append(parts, fmt.Sprintf("$%.2f this run", cost))
 	}
+	if g.ep.lim.auto != nil {
+		// What `auto` settled on is the figure to put in the next spec.
+		parts = append(parts, fmt.Sprintf("concurrency %d (auto, endpoint %s)", g.ep.lim.current(), g.ep.spec.Name))
+	}
 	return strings.Join(parts, "  ")
 }
 
