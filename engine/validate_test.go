@@ -147,6 +147,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			want: []string{`spec.yaml:15:14: stage g: turns is "every"; use last or all`},
 		},
 		{
+			name: "a tab in the indentation is shown and named",
+			spec: strings.Replace(validBase, "  a: {source", "\ta: {source", 1),
+			want: []string{"spec.yaml:5:1: YAML syntax: found character that cannot start any token; a tab: YAML indents with spaces only\n    |  a: {source: a.jsonl}\n    | ^"},
+		},
+		{
 			name: "turns all on sglang needs a tokenizer",
 			spec: strings.Replace(generateBase, "sim: {api: sim}", "sim: {api: sglang, urls: [\"http://h:1\"]}", 1) + "      turns: all\n",
 			want: []string{"spec.yaml:15:14: stage g: turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn"},

@@ -127,7 +127,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	errs := newErrorList(path, src)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, yamlSyntaxError(path, err)
+		return nil, yamlSyntaxError(path, src, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		errs.at(1, 1, "the spec is empty; start with `version: 1`")
@@ -192,15 +192,25 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	return s, errs.result()
 }
 
-func yamlSyntaxError(path string, err error) error {
+func yamlSyntaxError(path string, src []byte, err error) error {
 	// yaml.v3 reports "yaml: line N: msg"; keep its line, name the file.
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	var line int
-	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr == nil {
-		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
-		return &Error{Pos: Pos{File: path, Line: line, Col: 1}, Msg: "YAML syntax: " + msg}
+	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr != nil {
+		return &Error{Pos: Pos{File: path}, Msg: "YAML syntax: " + msg}
 	}
-	return &Error{Pos: Pos{File: path}, Msg: "YAML syntax: " + msg}
+	msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+	e := &Error{Pos: Pos{File: path, Line: line, Col: 1}, Msg: "YAML syntax: " + msg}
+	if lines := strings.Split(string(src), "\n"); line >= 1 && line <= len(lines) {
+		text := lines[line-1]
+		if i := strings.IndexByte(text, '\t'); i >= 0 {
+			// The usual cause, and one the eye does not see.
+			e.Pos.Col = i + 1
+			e.Msg += "; a tab: YAML indents with spaces only"
+		}
+		e.Snippet = strings.ReplaceAll(text, "\t", " ")
+	}
+	return e
 }
 
 // decodeNamed decodes a mapping of names to T, keeping the file's order.
