@@ -174,7 +174,14 @@ func compileStage(spec *specs.Spec, st *specs.Stage) (*Stage, error) {
 	}
 	if errs == nil && kind.Check != nil {
 		if err := kind.Check(spec, st, opts); err != nil {
-			errs = appendFlat(errs, spec.WithSnippet(err))
+			var me *multierror.Error
+			if errors.As(err, &me) {
+				for _, e := range me.Errors {
+					errs = appendFlat(errs, spec.WithSnippet(e))
+				}
+			} else {
+				errs = appendFlat(errs, spec.WithSnippet(err))
+			}
 		}
 	}
 	if err := errs.ErrorOrNil(); err != nil {

@@ -152,6 +152,12 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			want: []string{"spec.yaml:5:1: YAML syntax: found character that cannot start any token; a tab: YAML indents with spaces only\n    |  a: {source: a.jsonl}\n    | ^"},
 		},
 		{
+			name: "every bad option of a stage at once",
+			spec: generateBase + "      order: shortest_first\n      turns: every\n      timeout: soon\n",
+			want: []string{`spec.yaml:15:14: stage g: order is "shortest_first"`, `spec.yaml:16:14: stage g: turns is "every"`,
+				`spec.yaml:17:16: stage g: timeout "soon" is not a duration`, "3 problems"},
+		},
+		{
 			name: "turns all on sglang needs a tokenizer",
 			spec: strings.Replace(generateBase, "sim: {api: sim}", "sim: {api: sglang, urls: [\"http://h:1\"]}", 1) + "      turns: all\n",
 			want: []string{"spec.yaml:15:14: stage g: turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn"},

@@ -87,44 +87,49 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	case spec.Endpoint(opts.Endpoint) == nil:
 		return &specs.Error{Pos: st.OptionPos("endpoint"), Msg: fmt.Sprintf("stage %s: unknown endpoint %q%s; endpoints: %v", st.Name, opts.Endpoint, specs.Suggest(opts.Endpoint, names), names)}
 	}
+	ep := spec.Endpoint(opts.Endpoint)
+	// Every problem of the stage is reported at once.
+	var errs *multierror.Error
+	bad := func(pos specs.Pos, format string, args ...any) {
+		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
+	}
 	if opts.Timeout != "" {
 		if _, err := time.ParseDuration(opts.Timeout); err != nil {
-			return &specs.Error{Pos: st.OptionPos("timeout"), Msg: fmt.Sprintf("stage %s: timeout %q is not a duration like 90s or 10m", st.Name, opts.Timeout)}
+			bad(st.OptionPos("timeout"), "timeout %q is not a duration like 90s or 10m", opts.Timeout)
 		}
 	}
 	if opts.Order != "" && opts.Order != "longest_first" {
-		return &specs.Error{Pos: st.OptionPos("order"), Msg: fmt.Sprintf("stage %s: order is %q; the only value is longest_first", st.Name, opts.Order)}
+		bad(st.OptionPos("order"), "order is %q; the only value is longest_first", opts.Order)
 	}
 	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
-		return &specs.Error{Pos: st.OptionPos("turns"), Msg: fmt.Sprintf("stage %s: turns is %q; use last or all", st.Name, opts.Turns)}
+		bad(st.OptionPos("turns"), "turns is %q; use last or all", opts.Turns)
 	}
-	if ep := spec.Endpoint(opts.Endpoint); opts.Turns == "all" && opts.Tokenizer == "" && ep != nil && ep.API == "sglang" {
-		return &specs.Error{Pos: st.OptionPos("turns"), Msg: fmt.Sprintf("stage %s: turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn", st.Name)}
+	if opts.Turns == "all" && opts.Tokenizer == "" && ep.API == "sglang" {
+		bad(st.OptionPos("turns"), "turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn")
 	}
 	if b := opts.Budget; b != nil {
 		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
-			return &specs.Error{Pos: st.OptionPos("budget", "scope"), Msg: fmt.Sprintf("stage %s: budget scope is %q; use dataset or stage", st.Name, b.Scope)}
+			bad(st.OptionPos("budget", "scope"), "budget scope is %q; use dataset or stage", b.Scope)
 		}
 		if b.CompletionTokens.IsZero() && b.TotalTokens.IsZero() && b.Samples.IsZero() && b.Dollars.IsZero() {
-			return &specs.Error{Pos: st.OptionPos("budget"), Msg: fmt.Sprintf("stage %s: budget needs at least one of completion_tokens, total_tokens, samples, dollars", st.Name)}
+			bad(st.OptionPos("budget"), "budget needs at least one of completion_tokens, total_tokens, samples, dollars")
 		}
-		if !b.Dollars.IsZero() && spec.Endpoint(opts.Endpoint).Price == nil {
-			return &specs.Error{Pos: st.OptionPos("budget", "dollars"), Msg: fmt.Sprintf("stage %s: a dollars budget needs `price:` on endpoint %s", st.Name, opts.Endpoint)}
+		if !b.Dollars.IsZero() && ep.Price == nil {
+			bad(st.OptionPos("budget", "dollars"), "a dollars budget needs `price:` on endpoint %s", opts.Endpoint)
 		}
 	}
-	ep := spec.Endpoint(opts.Endpoint)
 	if !slices.Contains(specs.APIs, ep.API) {
-		return nil // already reported by the spec's own checks
+		return errs.ErrorOrNil() // the API is reported by the spec's own checks
 	}
 	if _, err := newEndpoint(spec, ep, nil); err != nil {
 		var se *specs.Error
 		var me *multierror.Error
-		if errors.As(err, &se) || errors.As(err, &me) {
-			return err // positioned inside the endpoint's options
+		if !errors.As(err, &se) && !errors.As(err, &me) {
+			err = &specs.Error{Pos: ep.Pos, Msg: err.Error()}
 		}
-		return &specs.Error{Pos: ep.Pos, Msg: err.Error()}
+		errs = multierror.Append(errs, err) // positioned inside the endpoint's options
 	}
-	return nil
+	return errs.ErrorOrNil()
 }
 
 // Generate asks an endpoint for each record's answer.
