@@ -187,7 +187,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			p.failStep(s, fmt.Errorf("%s: %w", n.ID, err))
 			return d
 		case pending > 0:
-			s.Action = fmt.Sprintf("will run: %d of %d records to do", pending, in.Records)
+			s.Action = fmt.Sprintf("will run: %d of %s to do", pending, Plural(in.Records, "record"))
 			d.leftover = pending
 		case prev.Status != "done":
 			s.Action = "will finish: last run stopped early; nothing left to process"
@@ -284,7 +284,7 @@ func (d *draft) finish(store *state.Store) {
 		work.Exact = false
 		if d.allowed == 0 && d.leftover > 0 {
 			s.Run = false
-			s.Action = fmt.Sprintf("up to date (%d records skipped for budget; raise the budget to continue)", d.leftover)
+			s.Action = fmt.Sprintf("up to date (%s skipped for budget; raise the budget to continue)", Plural(d.leftover, "record"))
 		}
 	}
 	if !s.Run {

@@ -113,7 +113,7 @@ func (p *progress) begin(n *Node, total, already int) {
 	s.lastPrinted = s.started
 	p.mu.Unlock()
 	if total > 0 {
-		msg := fmt.Sprintf("%s: started, %d records", n.ID, total)
+		msg := fmt.Sprintf("%s: started, %s", n.ID, Plural(total, "record"))
 		if already > 0 {
 			msg += fmt.Sprintf(" (%d already done, %d to go)", already, max(total-already, 0))
 		}
@@ -372,4 +372,13 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// Plural returns n and the noun, with an s unless n is 1: "1 instance",
+// "2 instances". Messages are read by people; "1 instances" reads as a bug.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/eaglet-dev/eaglet/engine"
 )
 
 func init() {
@@ -36,7 +38,7 @@ func runGraph(_ context.Context, env *cmdEnv, args []string) error {
 			nodes = append(nodes, st.Name)
 			label := st.Name + " (" + st.Uses + ")"
 			if st.Foreach != "" {
-				label += " x" + plural(len(p.Spec.Datasets), "dataset")
+				label += " x" + engine.Plural(len(p.Spec.Datasets), "dataset")
 			}
 			labels[st.Name] = label
 			for _, n := range st.Needs {

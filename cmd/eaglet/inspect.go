@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/stages/conv"
 	"github.com/eaglet-dev/eaglet/stages/load/dataset"
 )
@@ -85,7 +86,7 @@ func runInspect(ctx context.Context, env *cmdEnv, args []string) error {
 		if bad == 1 {
 			have = "has"
 		}
-		return &exitError{code: exitFailure, err: fmt.Errorf("%d of %s %s problems", bad, plural(fs.NArg(), "file"), have)}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%d of %s %s problems", bad, engine.Plural(fs.NArg(), "file"), have)}
 	}
 	return nil
 }
@@ -168,7 +169,7 @@ func printReport(w io.Writer, rep *inspectReport, maxProblems int) {
 	fmt.Fprintf(w, "  container  %s\n  shape      %s\n", rep.Container, orNone(rep.Shape))
 	fmt.Fprintf(w, "  records    %d loaded, %d bad", rep.Records, rep.BadRows)
 	if rep.Duplicates > 0 {
-		fmt.Fprintf(w, ", %s (load keeps the first)", plural(rep.Duplicates, "duplicate"))
+		fmt.Fprintf(w, ", %s (load keeps the first)", engine.Plural(rep.Duplicates, "duplicate"))
 	}
 	fmt.Fprintln(w)
 	var roles []string
@@ -198,7 +199,7 @@ func printReport(w io.Writer, rep *inspectReport, maxProblems int) {
 	}
 	fmt.Fprintf(w, "  tools      %s\n", orNone(strings.Join(tools, ", ")))
 	fmt.Fprintf(w, "  calls      %s, %s with reasoning, %s with turns awaiting answers\n",
-		plural(rep.ToolCalls, "tool call"), plural(rep.Reasoning, "message"), plural(rep.MultiTurn, "record"))
+		engine.Plural(rep.ToolCalls, "tool call"), engine.Plural(rep.Reasoning, "message"), engine.Plural(rep.MultiTurn, "record"))
 	if len(rep.Problems) > 0 {
 		fmt.Fprintf(w, "  problems   %d\n", len(rep.Problems))
 		for i, p := range rep.Problems {

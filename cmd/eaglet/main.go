@@ -71,15 +71,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'eaglet COMMAND -h' for a command's flags.")
 }
 
-// plural returns n and the noun, with an s unless n is 1: "1 instance",
-// "2 instances". Messages are read by people; "1 instances" reads as a bug.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 func main() {
 	env := &cmdEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, lookupEnv: os.LookupEnv}
 	os.Exit(runMain(env, os.Args[1:]))

@@ -70,7 +70,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		failed += r.Failed
 	}
 	if failed > 0 {
-		return &exitError{code: exitFailure, err: fmt.Errorf("%s failed (see `eaglet status`); run again to retry them", plural(failed, "record"))}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s failed (see `eaglet status`); run again to retry them", engine.Plural(failed, "record"))}
 	}
 	return nil
 }
@@ -95,12 +95,12 @@ func summarize(w io.Writer, results []*engine.Result) {
 		}
 	}
 	if ran == 0 && upToDate == len(results) {
-		fmt.Fprintf(w, "everything is up to date (%s); nothing to do\n", plural(upToDate, "instance"))
+		fmt.Fprintf(w, "everything is up to date (%s); nothing to do\n", engine.Plural(upToDate, "instance"))
 		return
 	}
 	were := "were"
 	if upToDate == 1 {
 		were = "was"
 	}
-	fmt.Fprintf(w, "%s ran, %d %s up to date\n", plural(ran, "instance"), upToDate, were)
+	fmt.Fprintf(w, "%s ran, %d %s up to date\n", engine.Plural(ran, "instance"), upToDate, were)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/eaglet-dev/eaglet/engine"
 )
 
 func init() {
@@ -25,6 +27,6 @@ func runValidate(_ context.Context, env *cmdEnv, args []string) error {
 		return &exitError{code: exitSpec, err: errors.New("")}
 	}
 	fmt.Fprintf(env.stdout, "%s: ok (%s, %s, %s)\n", path,
-		plural(len(p.Spec.Datasets), "dataset"), plural(len(p.Spec.Stages), "stage"), plural(len(p.Nodes), "instance"))
+		engine.Plural(len(p.Spec.Datasets), "dataset"), engine.Plural(len(p.Spec.Stages), "stage"), engine.Plural(len(p.Nodes), "instance"))
 	return nil
 }
