@@ -90,6 +90,21 @@ func TestCLI_Lifecycle(t *testing.T) {
 	}
 }
 
+// statusOf reads `status --json`: every instance, and each one's state by id.
+func statusOf(t *testing.T, spec string) ([]instanceStatus, map[string]string) {
+	t.Helper()
+	_, out, _ := eaglet("status", "--json", spec)
+	var st struct{ Instances []instanceStatus }
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	states := map[string]string{}
+	for _, in := range st.Instances {
+		states[in.Instance] = in.State
+	}
+	return st.Instances, states
+}
+
 func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
 	spec := quickSpec(t)
 	if code, _, errOut := eaglet("run", spec); code != 0 {
@@ -105,13 +120,7 @@ func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
 	in.Status = "running"
 	store.PutInstance(in)
 	store.Close()
-	_, out, _ := eaglet("status", "--json", spec)
-	var st struct{ Instances []instanceStatus }
-	json.Unmarshal([]byte(out), &st)
-	states := map[string]string{}
-	for _, in := range st.Instances {
-		states[in.Instance] = in.State
-	}
+	_, states := statusOf(t, spec)
 	if states["generate[chat]"] != "incomplete" || states["filter[chat]"] != "stale" || states["merge"] != "stale" || states["filter[code]"] != "done" {
 		t.Errorf("states %v; want generate[chat] incomplete, filter[chat] and merge stale, filter[code] done", states)
 	}
@@ -204,15 +213,9 @@ func TestCLI_StatusShowsFailures(t *testing.T) {
 	if code, _, _ := eaglet("run", spec); code != exitFailure {
 		t.Fatalf("run with failing records exited %d; want %d", code, exitFailure)
 	}
-	_, out, _ := eaglet("status", "--json", spec)
-	var st struct{ Instances []instanceStatus }
-	json.Unmarshal([]byte(out), &st)
-	states := map[string]string{}
-	for _, in := range st.Instances {
-		states[in.Instance] = in.State
-	}
+	instances, states := statusOf(t, spec)
 	failed := 0
-	for _, in := range st.Instances {
+	for _, in := range instances {
 		if strings.HasPrefix(in.Instance, "generate[") && in.Failed > 0 {
 			failed++
 			if in.State != "partial" && in.State != "failed" {

@@ -23,28 +23,17 @@ import (
 // the prompts whose source answers are longest first, so a run does not end
 // waiting on a few long answers sent last.
 func TestOrder_LongestFirst(t *testing.T) {
-	s, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 20})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
 	var seen []int // source answer length of each prompt, as the server receives it
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+	url := serveRecording(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 20})}, func(body []byte) {
 		var req struct {
 			Messages []struct{ Content string } `json:"messages"`
 		}
 		if json.Unmarshal(body, &req) == nil && len(req.Messages) > 0 {
 			// The prompt says how long its source answer was.
 			n, _ := strconv.Atoi(strings.TrimPrefix(req.Messages[0].Content, "answer length "))
-			mu.Lock()
 			seen = append(seen, n)
-			mu.Unlock()
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { hs.Close(); s.Close() })
+	})
 
 	dir := t.TempDir()
 	var b bytes.Buffer
@@ -65,7 +54,7 @@ endpoints:
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 64, order: longest_first}}
-`, hs.URL))
+`, url))
 	enginetest.Run(t, p, store, nil)
 	if len(seen) != 40 {
 		t.Fatalf("server saw %d prompts; want 40", len(seen))
@@ -75,4 +64,26 @@ stages:
 			t.Fatalf("prompts arrived in the order %v; want longest source answer first", seen)
 		}
 	}
+}
+
+// serveRecording starts a sim server that hands every request body to
+// seen, one at a time, before answering it: tests check what the server
+// received, at the protocol level.
+func serveRecording(t *testing.T, cfg server.Config, seen func(body []byte)) string {
+	t.Helper()
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen(body)
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	return hs.URL
 }

@@ -5,13 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
@@ -112,27 +108,16 @@ func TestTurns_TokenIDAPIs(t *testing.T) {
 		{"sglang without tokenizer", "api: sglang, urls: [%q]", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 30})})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
 			var prompts []string // each request's prompt, decoded
-			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
+			url := serveRecording(t, server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 30})}, func(body []byte) {
 				var req struct {
 					InputIDs []int `json:"input_ids"`
 					Prompt   []int `json:"prompt"`
 				}
 				if json.Unmarshal(body, &req) == nil {
-					mu.Lock()
 					prompts = append(prompts, tok.Decode(append(req.InputIDs, req.Prompt...)))
-					mu.Unlock()
 				}
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				s.ServeHTTP(w, r)
-			}))
-			t.Cleanup(func() { hs.Close(); s.Close() })
+			})
 			dir := t.TempDir()
 			rows := `{"messages":[{"role":"user","content":"Write a haiku about rain."},{"role":"user","content":"Now make it about snow."}]}` + "\n"
 			if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), []byte(rows), 0o644); err != nil {
@@ -153,7 +138,7 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: tokenize, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: %s}}
   - {name: generate, uses: generate, needs: [tokenize], foreach: datasets, with: {%s}}
-`, hs.URL, tokDir, gen))
+`, url, tokDir, gen))
 			enginetest.Run(t, p, store, nil)
 			counts, err := store.Counts("generate[mt]")
 			if err != nil {
