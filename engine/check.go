@@ -19,13 +19,28 @@ import (
 func (p *Pipeline) Check() error {
 	var errs *multierror.Error
 	shared := &stages.Shared{}
+	// A problem that does not depend on the dataset fails every instance
+	// of its stage alike: report it once, naming them all.
+	var keys []string
+	alike := map[string][]*Node{}
+	first := map[string]error{}
 	for _, n := range p.Nodes {
 		if readsInput(n) {
 			continue
 		}
-		if _, err := p.prepare(n, specs.InputInfo{}, shared, func(string, ...any) {}, true, nil); err != nil {
-			errs = multierror.Append(errs, p.instanceError(n, err))
+		_, err := p.prepare(n, specs.InputInfo{}, shared, func(string, ...any) {}, true, nil)
+		if err == nil {
+			continue
 		}
+		key := n.Stage.Spec.Name + "\x00" + err.Error()
+		if _, seen := first[key]; !seen {
+			keys = append(keys, key)
+			first[key] = err
+		}
+		alike[key] = append(alike[key], n)
+	}
+	for _, key := range keys {
+		errs = multierror.Append(errs, p.instancesError(alike[key], first[key]))
 	}
 	if errs == nil {
 		return nil

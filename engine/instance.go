@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -92,16 +93,27 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 // when the value was a default) and gains its source line; the id says which
 // dataset's evaluation failed, since every instance shares that position.
 func (p *Pipeline) instanceError(n *Node, err error) error {
+	return p.instancesError([]*Node{n}, err)
+}
+
+// instancesError is instanceError for the instances of one stage that
+// failed alike, named together so the problem is reported once.
+func (p *Pipeline) instancesError(nodes []*Node, err error) error {
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	id := strings.Join(ids, ", ")
 	// Not errors.As: a spec error wrapped in context keeps that context.
 	se, ok := err.(*specs.Error)
 	if !ok {
-		return fmt.Errorf("%s: %w", n.ID, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	pos := se.Pos
 	if pos.Line == 0 {
-		pos = n.Stage.Spec.Pos
+		pos = nodes[0].Stage.Spec.Pos
 	}
-	return p.Spec.Errorf(pos, "%s: %s", n.ID, se.Msg)
+	return p.Spec.Errorf(pos, "%s: %s", id, se.Msg)
 }
 
 // lengthSample is how many completion lengths usage reads per instance:

@@ -251,6 +251,12 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			},
 		},
 		{
+			name:     "a problem alike in every instance is reported once",
+			spec:     pairBase + "      max_tokens: -5\n",
+			want:     []string{`spec.yaml:15:19: g[a], g[b]: max_tokens evaluates to -5; want at least 1`},
+			unwanted: []string{"problems"},
+		},
+		{
 			name: "every problem at once",
 			spec: strings.Replace(validBase, "version: 1", "version: 2", 1) + "  - {name: x, uses: filter, needs: [zz], with: {keep: \"1 +\"}}\n",
 			want: []string{"spec.yaml:1:10: spec version 2 is not supported", `needs unknown stage "zz"`, "problems"},
