@@ -158,6 +158,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
 				`spec.yaml:17:16: stage g: timeout "soon" is not a duration`, "3 problems"},
 		},
 		{
+			name: "sampling options out of range",
+			spec: generateBase + "      temperature: 7\n      top_p: 0\n      top_k: 0\n",
+			want: []string{"spec.yaml:15:20: stage g: temperature is 7; use 0 to 2", "spec.yaml:16:14: stage g: top_p is 0", "spec.yaml:17:14: stage g: top_k is 0"},
+		},
+		{
 			name: "turns all on sglang needs a tokenizer",
 			spec: strings.Replace(generateBase, "sim: {api: sim}", "sim: {api: sglang, urls: [\"http://h:1\"]}", 1) + "      turns: all\n",
 			want: []string{"spec.yaml:15:14: stage g: turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn"},

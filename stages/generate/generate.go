@@ -101,6 +101,17 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Order != "" && opts.Order != "longest_first" {
 		bad(st.OptionPos("order"), "order is %q; the only value is longest_first", opts.Order)
 	}
+	// Servers reject these anyway, but only once the run is under way,
+	// and a temperature of 7 would be answered with noise where they do not.
+	if t := opts.Temperature; t != nil && (*t < 0 || *t > 2) {
+		bad(st.OptionPos("temperature"), "temperature is %v; use 0 to 2", *t)
+	}
+	if p := opts.TopP; p != nil && (*p <= 0 || *p > 1) {
+		bad(st.OptionPos("top_p"), "top_p is %v; use more than 0, at most 1", *p)
+	}
+	if k := opts.TopK; k != nil && *k < 1 && *k != -1 {
+		bad(st.OptionPos("top_k"), "top_k is %d; use 1 or more, or -1 for no limit", *k)
+	}
 	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
 		bad(st.OptionPos("turns"), "turns is %q; use last or all", opts.Turns)
 	}
