@@ -1,0 +1,45 @@
+package generate_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim"
+	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+)
+
+// TestRetry_HonoursRetryAfter: a server answering 429 with Retry-After is
+// asked again no sooner than it said, not at the client's own backoff.
+func TestRetry_HonoursRetryAfter(t *testing.T) {
+	var arrivals []time.Time
+	url := serveRecording(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 10}),
+		Faults: server.Faults{Seed: 1, RateLimit: 0.99, RetryAfter: 300 * time.Millisecond}},
+		func([]byte) { arrivals = append(arrivals, time.Now()) })
+	dir := t.TempDir()
+	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 1)
+	p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+name: retry
+state: state.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  sim: {api: openai, urls: ["%s/v1"], concurrency: 1}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 16, retries: 3}}
+`, url))
+	enginetest.Run(t, p, store, nil)
+	if len(arrivals) < 3 {
+		t.Fatalf("server saw %d requests; want the first and its retries", len(arrivals))
+	}
+	for i := 1; i < len(arrivals); i++ {
+		// The sim sends Retry-After: 0.3; the client's own backoff would
+		// start at up to 500 ms with jitter, often sooner.
+		if gap := arrivals[i].Sub(arrivals[i-1]); gap < 290*time.Millisecond {
+			t.Errorf("retry %d came %s after the 429; want at least the 300ms Retry-After", i, gap)
+		}
+	}
+}
