@@ -263,6 +263,19 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 	if g.ds != nil && g.ds.EstCompletionTokens > 0 {
 		expected = g.ds.EstCompletionTokens
 	}
+	if o.Scope == "stage" {
+		// One model for every dataset: start it from all of them, not
+		// from whichever instance happens to build it first.
+		sum, n := 0, 0
+		for _, ds := range inst.Spec.Datasets {
+			if ds.EstCompletionTokens > 0 {
+				sum, n = sum+ds.EstCompletionTokens, n+1
+			}
+		}
+		if n > 0 {
+			expected = sum / n
+		}
+	}
 	v, err := inst.Shared.Get(key, func() (any, error) {
 		return newBudget(g.limits, tol, newLengthModel(min(expected, g.maxTokens), g.maxTokens), g.usage), nil
 	})
