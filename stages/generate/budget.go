@@ -72,9 +72,11 @@ const z = 5
 type ticket struct {
 	b      *budget
 	prompt int
-	// max is the most it can produce: max_tokens times its answers. A
-	// two-question record past 1,024 tokens is not nearly done at 1,024.
-	max int
+	// answers is how many answers the record asks for. The length model
+	// is of one answer; a record of k answers is expected to produce k of
+	// them. A two-question record must not be priced as one answer, nor
+	// taken as done once it passes max_tokens.
+	answers int
 	// progress is updated without the budget's lock: streaming callbacks
 	// must never wait behind admission decisions, or the decisions would
 	// see stale progress and expect running answers to be shorter than
@@ -115,10 +117,11 @@ func (l *limit) cost(prompt int, completion float64, n int64) float64 {
 	return l.fixed(prompt) + l.perToken*completion
 }
 
-// admit blocks until a record with promptTokens, producing at most
-// maxTokens, fits under every limit, or returns ErrBudgetExhausted when
-// nothing in flight can free room and it still does not fit.
-func (b *budget) admit(ctx context.Context, promptTokens, maxTokens int) (*ticket, error) {
+// admit blocks until a record with promptTokens and that many answers fits
+// under every limit, or returns ErrBudgetExhausted when nothing in flight
+// can free room and it still does not fit.
+func (b *budget) admit(ctx context.Context, promptTokens, answers int) (*ticket, error) {
+	answers = max(answers, 1)
 	stop := context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		b.changed.Broadcast()
@@ -134,9 +137,9 @@ func (b *budget) admit(ctx context.Context, promptTokens, maxTokens int) (*ticke
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		fits, possible := b.fits(promptTokens, maxTokens)
+		fits, possible := b.fits(promptTokens, answers)
 		if fits {
-			t := &ticket{b: b, prompt: promptTokens, max: maxTokens}
+			t := &ticket{b: b, prompt: promptTokens, answers: answers}
 			b.inflight[t] = struct{}{}
 			// Let the next waiter see whether it fits too. Waking one at a
 			// time, rather than all, keeps admission cheap at 1,000 in flight.
@@ -154,23 +157,25 @@ func (b *budget) admit(ctx context.Context, promptTokens, maxTokens int) (*ticke
 
 // fits says whether a new request fits now, and whether it could ever
 // (false once a limit is spent).
-func (b *budget) fits(prompt, maxTokens int) (fits, possible bool) {
+func (b *budget) fits(prompt, answers int) (fits, possible bool) {
+	// Progress is per answer, as the model: a record of k answers at p
+	// tokens is taken as k answers at p/k each.
 	progress := make(map[*ticket]int, len(b.inflight))
 	running := make([]int, 0, len(b.inflight))
 	for t := range b.inflight {
-		p := int(t.progress.Load())
+		p := int(t.progress.Load()) / t.answers
 		progress[t] = p
 		running = append(running, p)
 	}
 	d := b.lengths.distribution(running)
-	mean, variance := d.after(0, maxTokens)
+	mean, variance := d.records(0, answers)
 	for _, l := range b.limits {
 		if l.spent >= l.max {
 			return false, false
 		}
 		var flyMean, flyVar float64
 		for t, p := range progress {
-			m, v := d.after(p, t.max)
+			m, v := d.records(p, t.answers)
 			flyMean += l.cost(t.prompt, m, 1)
 			flyVar += l.perToken * l.perToken * v
 		}
@@ -231,7 +236,7 @@ func (t *ticket) finish(prompt, completion int) {
 		for _, l := range b.limits {
 			l.spent += l.cost(prompt, float64(completion), 1)
 		}
-		b.lengths.add(completion)
+		b.lengths.add(completion / t.answers)
 	}
 	b.changed.Signal()
 }
@@ -308,18 +313,26 @@ func (m *lengthModel) distribution(running []int) lengthDist {
 	}
 	d := lengthDist{max: float64(m.max), mu: m.priorMu, sigma: priorSigma}
 	surv := 1.0
-	var sw, sx, sy, sxx, sxy float64
+	var sw, sx, sy, sxx, sxy, fMax, greenwood float64
 	for b := range lengthBuckets {
 		if atRisk <= 0 {
 			break
 		}
 		if c := m.count[b]; c > 0 {
 			surv *= 1 - c/atRisk
-			if f := 1 - surv; f > 0.01 && f < 0.99 {
+			if atRisk > c {
+				greenwood += c / (atRisk * (atRisk - c))
+			}
+			if f := 1 - surv; f > 0.01 && f < 0.99 && greenwood > 0 {
+				fMax = f
 				_, hi := bucketBounds(b)
 				x := math.Sqrt2 * math.Erfinv(2*f-1)
 				y := math.Log(hi)
-				w := atRisk
+				// Inverse variance of the point's probit (Greenwood's
+				// variance of the curve): the many short answers that
+				// finish first must not outweigh the few long ones.
+				density := math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
+				w := density * density / (surv * surv * greenwood)
 				sw += w
 				sx += w * x
 				sy += w * y
@@ -331,7 +344,12 @@ func (m *lengthModel) distribution(running []int) lengthDist {
 	}
 	if sw > 0 {
 		mx, my := sx/sw, sy/sw
-		if vx := sxx/sw - mx*mx; vx > 1e-3 {
+		if fMax < 0.5 {
+			// Only the short answers are in: a slope fitted on them alone
+			// says little about the tail. Keep the prior's shape and place
+			// it by what is known.
+			d.mu = my - d.sigma*mx
+		} else if vx := sxx/sw - mx*mx; vx > 1e-3 {
 			if sigma := (sxy/sw - mx*my) / vx; sigma > 0.05 {
 				d.sigma = sigma
 				d.mu = my - sigma*mx
@@ -341,13 +359,19 @@ func (m *lengthModel) distribution(running []int) lengthDist {
 	return d
 }
 
+// records returns the mean and variance of what a record of k answers
+// will produce in all, each answer p tokens along: k answers' worth, with
+// their lengths taken as moving together (k² the variance), which errs on
+// the side of the budget.
+func (d *lengthDist) records(p, k int) (mean, variance float64) {
+	m, v := d.after(p)
+	return float64(k) * m, float64(k*k) * v
+}
+
 // after returns the mean and variance of the final length of an answer
 // that has produced p tokens so far: moments of the lognormal conditioned
-// on exceeding p and capped at limit (the record's own cap).
-func (d *lengthDist) after(p, limit int) (mean, variance float64) {
-	if limit > 0 {
-		d = &lengthDist{mu: d.mu, sigma: d.sigma, max: float64(limit)}
-	}
+// on exceeding p and capped at max.
+func (d *lengthDist) after(p int) (mean, variance float64) {
 	pf := math.Max(float64(p), 0.5)
 	if pf >= d.max {
 		return d.max, 0

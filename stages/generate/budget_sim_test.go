@@ -56,7 +56,7 @@ func simulateBudget(seed uint64, max float64, items, slots int, prior stages.Usa
 	// item that will never fit is skipped and the worker takes the next.
 	admit := func() {
 		for len(fly) < slots && next < len(lengths) {
-			fits, possible := b.fits(0, maxTokens)
+			fits, possible := b.fits(0, 1)
 			if !fits && possible {
 				return
 			}
@@ -65,7 +65,7 @@ func simulateBudget(seed uint64, max float64, items, slots int, prior stages.Usa
 				next++
 				continue
 			}
-			t := &ticket{b: b, max: maxTokens}
+			t := &ticket{b: b, answers: 1}
 			b.inflight[t] = struct{}{}
 			fly = append(fly, running{t, now, lengths[next]})
 			next++

@@ -302,7 +302,7 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	prompt := promptTokens(rec)
 	if g.budget != nil {
 		var err error
-		t, err = g.budget.admit(ctx, prompt, g.answers(rec)*g.maxTokens)
+		t, err = g.budget.admit(ctx, prompt, g.answers(rec))
 		if errors.Is(err, ErrBudgetExhausted) {
 			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
 		}
@@ -582,7 +582,7 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	// request does: near its end the margin it keeps for long answers
 	// admits none, and a plan promising work no run does would never settle.
 	exhausted := false
-	t, err := g.budget.admit(context.Background(), int(in.PromptTokens/int64(in.Records)), g.maxTokens)
+	t, err := g.budget.admit(context.Background(), int(in.PromptTokens/int64(in.Records)), 1)
 	switch {
 	case errors.Is(err, ErrBudgetExhausted):
 		exhausted = true
