@@ -34,6 +34,17 @@ type endpoint struct {
 	// takesIDs is set when the API takes token ids rather than messages
 	// (SGLang's /generate, /v1/completions).
 	takesIDs bool
+	// downSince is when requests began to find every URL out of service
+	// (unix nanoseconds; 0 while one is in).
+	downSince atomic.Int64
+}
+
+// downFor is how long every URL has been out of service (0: one is in).
+func (e *endpoint) downFor() time.Duration {
+	if s := e.downSince.Load(); s != 0 {
+		return time.Since(time.Unix(0, s))
+	}
+	return 0
 }
 
 // SimOptions are the `options:` of an `api: sim` endpoint.
@@ -185,6 +196,14 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 		}
 	}
 	gen, err := e.be.Generate(ctx, &r)
+	var be *backend.Error
+	switch {
+	case errors.As(err, &be) && be.NotSent:
+		e.downSince.CompareAndSwap(0, time.Now().UnixNano())
+	case err == nil || errors.As(err, &be) && be.Status > 0:
+		// The server answered: it is in service.
+		e.downSince.Store(0)
+	}
 	switch {
 	case err == nil:
 		tokens = gen.CompletionTokens

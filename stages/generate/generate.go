@@ -515,10 +515,18 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 			return nil, ctx.Err()
 		}
 		var be *backend.Error
-		if errors.As(err, &be) && be.NotSent && outage < g.timeout {
+		if errors.As(err, &be) && be.NotSent {
 			// The endpoint is resting after failures; waiting for it is not
 			// an attempt, so an outage shorter than the request timeout
-			// delays records without failing them.
+			// delays records without failing them. A longer one fails them
+			// at once, the later records too, so a dead server ends the run
+			// in about the timeout instead of a wait per record; each record
+			// still tries, so one of them probes the server back in.
+			down := g.ep.downFor()
+			if outage >= g.timeout || down >= g.timeout {
+				return nil, fmt.Errorf("endpoint %s out of service: no URL answered for %s; %w", g.ep.spec.Name, max(outage, down).Round(time.Second), err)
+			}
+			wait = min(wait, g.timeout-max(outage, down))
 			attempt--
 			outage += wait
 		} else if kind != backend.Retryable || g.retries == 0 {
@@ -526,7 +534,10 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 		} else if attempt >= g.retries {
 			// Say the retries are spent, or the next morning's reader
 			// cannot tell a flaky server from one that never answered.
-			return nil, fmt.Errorf("%d attempts, the last: %w", attempt+1, err)
+			// The kind before the first colon stays first: progress lines
+			// and status group failures by it.
+			kind, rest, _ := strings.Cut(err.Error(), ": ")
+			return nil, &attemptsError{msg: fmt.Sprintf("%s (%d attempts): %s", kind, attempt+1, rest), err: err}
 		}
 		if wait == 0 {
 			wait = backoff(attempt)
@@ -541,6 +552,16 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 		}
 	}
 }
+
+// attemptsError is a retryable failure that outlived its retries; it keeps
+// the last error for its kind.
+type attemptsError struct {
+	msg string
+	err error
+}
+
+func (e *attemptsError) Error() string { return e.msg }
+func (e *attemptsError) Unwrap() error { return e.err }
 
 // backoff is exponential with full jitter, from 0.5 s up to 30 s.
 func backoff(attempt int) time.Duration {

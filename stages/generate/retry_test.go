@@ -3,6 +3,7 @@ package generate_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,14 @@ stages:
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 16, retries: 3}}
 `, url))
 	enginetest.Run(t, p, store, nil)
+	// Every try was refused: the reason says the retries were spent.
+	counts, err := store.Counts("generate[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(arrivals) == 4 && (len(counts) != 1 || !strings.HasPrefix(counts[0].Reason, "http 429 (4 attempts): ")) {
+		t.Errorf("counts %+v; want the record failed after 4 attempts, saying so", counts)
+	}
 	if len(arrivals) < 3 {
 		t.Fatalf("server saw %d requests; want the first and its retries", len(arrivals))
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
@@ -101,7 +102,40 @@ stages:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(counts) == 0 || !strings.HasPrefix(counts[0].Reason, "2 attempts, the last: ") {
-		t.Errorf("counts %+v; want failures saying 2 attempts were made", counts)
+	if len(counts) == 0 || !strings.Contains(counts[0].Reason, "out of service") ||
+		strings.Count(counts[0].Reason, "http://127.0.0.1:1/v1/chat/completions") != 1 {
+		t.Errorf("counts %+v; want failures saying the URL, once, is out of service", counts)
+	}
+}
+
+// TestEndpoint_DeadServerEndsInAboutTheTimeout: with every URL out of
+// service for longer than the timeout, records fail at once instead of each
+// waiting out the pool's rest (up to a minute a record).
+func TestEndpoint_DeadServerEndsInAboutTheTimeout(t *testing.T) {
+	dir := t.TempDir()
+	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 40)
+	p, store := enginetest.Open(t, dir, `version: 1
+name: dead
+state: state.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  target: {api: openai, urls: ["http://127.0.0.1:1/v1"], concurrency: 8}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 8, timeout: 1s}}
+`)
+	start := time.Now()
+	p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
+	took := time.Since(start)
+	counts, err := store.Counts("generate[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 1 || counts[0].Status != 3 || counts[0].N != 40 || !strings.HasPrefix(counts[0].Reason, "endpoint target out of service: no URL answered for ") {
+		t.Errorf("counts %+v; want all 40 failed for the endpoint being out of service", counts)
+	}
+	if took > 8*time.Second {
+		t.Errorf("a dead endpoint took %s to fail 40 records with a 1s timeout", took)
 	}
 }

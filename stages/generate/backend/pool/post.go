@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
@@ -56,6 +57,11 @@ func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, rea
 	if err != nil {
 		if ctx.Err() != nil {
 			return true, ctx.Err()
+		}
+		// net/http's error repeats the method and URL; say them once.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
 		}
 		return false, Retryable("post "+url, err)
 	}
