@@ -275,3 +275,35 @@ stages:
 		})
 	}
 }
+
+// TestCLI_SecretsNeverStored: a dataset under a directory named by a secret
+// loads, but the secret reaches neither the state store nor the output.
+func TestCLI_SecretsNeverStored(t *testing.T) {
+	const secret = "hunter2secret"
+	dir := t.TempDir()
+	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
+	os.MkdirAll(filepath.Join(dir, secret), 0o755)
+	os.WriteFile(filepath.Join(dir, secret, "chat.jsonl"), src, 0o644)
+	path := filepath.Join(dir, "s.yaml")
+	os.WriteFile(path, []byte(`version: 1
+name: secrets
+state: state.db
+datasets:
+  chat: {source: "${DATA_TOKEN}/chat.jsonl", format: messages}
+stages:
+  - {name: load, uses: load, foreach: datasets, with: {limit: 5}}
+  - {name: merge, uses: merge, needs: [load], with: {out: train.jsonl, format: record}}
+`), 0o644)
+	if code, _, errOut := eagletEnv(map[string]string{"DATA_TOKEN": secret}, "run", path); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	for _, f := range []string{"state.db", "state.db-wal", "train.jsonl"} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s holds the secret", f)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "train.jsonl")); !bytes.Contains(b, []byte(`***/chat.jsonl`)) {
+		t.Errorf("train.jsonl does not name its source redacted:\n%.300s", b)
+	}
+}

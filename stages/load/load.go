@@ -56,9 +56,12 @@ func check(spec *specs.Spec, st *specs.Stage, _ any) error {
 
 // Load reads one dataset.
 type Load struct {
-	opts     *Options
-	ds       *specs.Dataset
-	path     string
+	opts *Options
+	ds   *specs.Dataset
+	path string
+	// redact scrubs secret values from what is stored: a path built from
+	// ${DATA_TOKEN} must not reach the records or the state store.
+	redact   func(string) string
 	detected string
 	skipped  map[string]int
 }
@@ -70,7 +73,7 @@ var (
 )
 
 func newLoad(inst *stages.Instance) (stages.Stage, error) {
-	return &Load{opts: inst.Options.(*Options), ds: inst.Dataset, path: inst.Spec.Resolve(inst.Dataset.Source)}, nil
+	return &Load{opts: inst.Options.(*Options), ds: inst.Dataset, path: inst.Spec.Resolve(inst.Dataset.Source), redact: inst.Spec.Redact}, nil
 }
 
 func (l *Load) readOptions() dataset.Options {
@@ -89,7 +92,7 @@ func (l *Load) Fingerprint() (string, error) {
 		mapping = append(mapping, k+"="+v)
 	}
 	sort.Strings(mapping)
-	return fmt.Sprintf("%s|%d|%d|%s|%s|%s", l.path, fi.Size(), fi.ModTime().UnixNano(), l.ds.Format, l.ds.OnError, strings.Join(mapping, ",")), nil
+	return fmt.Sprintf("%s|%d|%d|%s|%s|%s", l.redact(l.path), fi.Size(), fi.ModTime().UnixNano(), l.ds.Format, l.ds.OnError, strings.Join(mapping, ",")), nil
 }
 
 // Run reads the file. A record met twice is stored once: the engine keeps
@@ -116,6 +119,7 @@ func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error
 			return fmt.Errorf("%w (set `on_error: skip` on dataset %s to skip and count bad rows)", err, l.ds.Name)
 		}
 		rec.Dataset = l.ds.Name
+		rec.Source.File = l.redact(rec.Source.File)
 		if err := out.Emit(rec); err != nil {
 			return err
 		}
