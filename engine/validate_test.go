@@ -165,7 +165,17 @@ func TestLoad_ValidationErrors(t *testing.T) {
 		{
 			name: "turns all on sglang needs a tokenizer",
 			spec: strings.Replace(generateBase, "sim: {api: sim}", "sim: {api: sglang, urls: [\"http://h:1\"]}", 1) + "      turns: all\n",
-			want: []string{"spec.yaml:15:14: stage g: turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn"},
+			want: []string{"spec.yaml:15:14: stage g: turns: all on endpoint sim, which takes token ids, needs `tokenizer:` on the stage to render each turn"},
+		},
+		{
+			name: "turns all on completions needs a tokenizer",
+			spec: strings.Replace(generateBase, "sim: {api: sim}", "sim: {api: openai, urls: [\"http://h:1/v1\"], options: {completions: true}}", 1) + "      turns: all\n",
+			want: []string{"spec.yaml:15:14: stage g: turns: all on endpoint sim, which takes token ids, needs `tokenizer:`"},
+		},
+		{
+			name: "timeout, retries and tolerance out of range",
+			spec: generateBase + "      timeout: 0s\n      retries: -1\n      budget: {completion_tokens: 1000, tolerance: -0.1}\n",
+			want: []string{`spec.yaml:15:16: stage g: timeout "0s" is not a duration`, "spec.yaml:16:16: stage g: retries is -1", "spec.yaml:17:52: stage g: budget tolerance is -0.1"},
 		},
 		{
 			name: "bad budget scope points at its value",

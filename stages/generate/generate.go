@@ -94,9 +94,12 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
 	}
 	if opts.Timeout != "" {
-		if _, err := time.ParseDuration(opts.Timeout); err != nil {
+		if d, err := time.ParseDuration(opts.Timeout); err != nil || d <= 0 {
 			bad(st.OptionPos("timeout"), "timeout %q is not a duration like 90s or 10m", opts.Timeout)
 		}
+	}
+	if opts.Retries != nil && *opts.Retries < 0 {
+		bad(st.OptionPos("retries"), "retries is %d; use 0 or more", *opts.Retries)
 	}
 	if opts.Order != "" && opts.Order != "longest_first" {
 		bad(st.OptionPos("order"), "order is %q; the only value is longest_first", opts.Order)
@@ -115,10 +118,10 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
 		bad(st.OptionPos("turns"), "turns is %q; use last or all", opts.Turns)
 	}
-	if opts.Turns == "all" && opts.Tokenizer == "" && ep.API == "sglang" {
-		bad(st.OptionPos("turns"), "turns: all with sglang's /generate, which takes token ids, needs `tokenizer:` on the stage to render each turn")
-	}
 	if b := opts.Budget; b != nil {
+		if b.Tolerance != nil && (*b.Tolerance < 0 || *b.Tolerance > 1) {
+			bad(st.OptionPos("budget", "tolerance"), "budget tolerance is %v; use a fraction of the limit from 0 to 1 (0.01 accepts 1%% over)", *b.Tolerance)
+		}
 		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
 			bad(st.OptionPos("budget", "scope"), "budget scope is %q; use dataset or stage", b.Scope)
 		}
@@ -132,13 +135,16 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if !slices.Contains(specs.APIs, ep.API) {
 		return errs.ErrorOrNil() // the API is reported by the spec's own checks
 	}
-	if _, err := newEndpoint(spec, ep, nil); err != nil {
+	e, err := newEndpoint(spec, ep, nil)
+	if err != nil {
 		var se *specs.Error
 		var me *multierror.Error
 		if !errors.As(err, &se) && !errors.As(err, &me) {
 			err = &specs.Error{Pos: ep.Pos, Msg: err.Error()}
 		}
 		errs = multierror.Append(errs, err) // positioned inside the endpoint's options
+	} else if opts.Turns == "all" && opts.Tokenizer == "" && e.takesIDs {
+		bad(st.OptionPos("turns"), "turns: all on endpoint %s, which takes token ids, needs `tokenizer:` on the stage to render each turn", ep.Name)
 	}
 	return errs.ErrorOrNil()
 }
