@@ -155,7 +155,7 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			name: "every bad option of a stage at once",
 			spec: generateBase + "      order: shortest_first\n      turns: every\n      timeout: soon\n",
 			want: []string{`spec.yaml:15:14: stage g: order is "shortest_first"`, `spec.yaml:16:14: stage g: turns is "every"`,
-				`spec.yaml:17:16: stage g: timeout "soon" is not a duration`, "3 problems"},
+				`spec.yaml:17:16: stage g: timeout "soon" is not a positive duration`, "3 problems"},
 		},
 		{
 			name: "sampling options out of range",
@@ -175,7 +175,7 @@ func TestLoad_ValidationErrors(t *testing.T) {
 		{
 			name: "timeout, retries and tolerance out of range",
 			spec: generateBase + "      timeout: 0s\n      retries: -1\n      budget: {completion_tokens: 1000, tolerance: -0.1}\n",
-			want: []string{`spec.yaml:15:16: stage g: timeout "0s" is not a duration`, "spec.yaml:16:16: stage g: retries is -1", "spec.yaml:17:52: stage g: budget tolerance is -0.1"},
+			want: []string{`spec.yaml:15:16: stage g: timeout "0s" is not a positive duration`, "spec.yaml:16:16: stage g: retries is -1", "spec.yaml:17:52: stage g: budget tolerance is -0.1"},
 		},
 		{
 			name: "bad budget scope points at its value",

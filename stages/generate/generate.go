@@ -95,7 +95,7 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	}
 	if opts.Timeout != "" {
 		if d, err := time.ParseDuration(opts.Timeout); err != nil || d <= 0 {
-			bad(st.OptionPos("timeout"), "timeout %q is not a duration like 90s or 10m", opts.Timeout)
+			bad(st.OptionPos("timeout"), "timeout %q is not a positive duration like 90s or 10m", opts.Timeout)
 		}
 	}
 	if opts.Retries != nil && *opts.Retries < 0 {
