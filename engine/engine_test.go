@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,33 @@ func TestPlan_SaysWhatChanged(t *testing.T) {
 	for id, w := range want {
 		if actions[id] != w {
 			t.Errorf("plan for %s = %q; want %q", id, actions[id], w)
+		}
+	}
+}
+
+// TestRun_LogReadsAsARecord: redirected to a file, the log has a
+// timestamped line when each instance starts and when it ends, loads
+// included (whose totals are not known when they start).
+func TestRun_LogReadsAsARecord(t *testing.T) {
+	path := writeSpec(t, t.TempDir(), nil)
+	p, err := engine.Load(path, enginetest.NoEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(p.Spec.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var log bytes.Buffer
+	if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range p.Nodes {
+		for _, what := range []string{n.ID + ": started", n.ID + ": finished in "} {
+			if !strings.Contains(log.String(), "Z "+what) {
+				t.Errorf("log has no timestamped %q line:\n%s", what, log.String())
+			}
 		}
 	}
 }

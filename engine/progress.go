@@ -112,13 +112,15 @@ func (p *progress) begin(n *Node, total, already int) {
 	s.state, s.total, s.already, s.started = "running", total, already, time.Now()
 	s.lastPrinted = s.started
 	p.mu.Unlock()
+	msg := n.ID + ": started"
 	if total > 0 {
-		msg := fmt.Sprintf("%s: started, %s", n.ID, Plural(total, "record"))
+		msg += ", " + Plural(total, "record")
 		if already > 0 {
 			msg += fmt.Sprintf(" (%d already done, %d to go)", already, max(total-already, 0))
 		}
-		p.line("%s", msg)
 	}
+	// A load does not know its total yet, but the log still says it began.
+	p.line("%s", msg)
 }
 
 func (p *progress) add(n *Node, it state.Item) {
