@@ -80,7 +80,11 @@ func (p *progress) start() func() {
 	}
 }
 
-func stamp() string { return time.Now().UTC().Format("2006-01-02T15:04:05Z") }
+func stamp() string { return Stamp(time.Now()) }
+
+// Stamp formats t as log lines begin, so lines from outside the engine
+// (an interrupt) line up with its own.
+func Stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
 // line prints an event: above the live table, or as a timestamped line.
 func (p *progress) line(format string, args ...any) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -208,6 +209,10 @@ func TestRun_InterruptAndLock(t *testing.T) {
 	}
 	if n := generatedCount(t, filepath.Join(dir, "state.db")); n == 0 {
 		t.Error("nothing was committed before exiting on Ctrl-C")
+	}
+	// The interrupt is a line of the log like the others, timestamped.
+	if !regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ eaglet: interrupted`).MatchString(out.String()) {
+		t.Errorf("no timestamped interrupt line in the log:\n%s", out.String())
 	}
 	if code, text := runBin(bin, "run", spec); code != 0 {
 		t.Fatalf("the run after Ctrl-C exited %d:\n%s", code, text)

@@ -12,6 +12,9 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/engine"
 )
 
 // Exit codes, stable for scripts.
@@ -119,10 +122,10 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Fprintln(stderr, "eaglet: interrupted: finishing in-flight work and committing (Ctrl-C again to abort)")
+		fmt.Fprintln(stderr, engine.Stamp(time.Now()), "eaglet: interrupted: finishing in-flight work and committing (Ctrl-C again to abort)")
 		cancel()
 		<-sigs
-		fmt.Fprintln(stderr, "eaglet: aborted")
+		fmt.Fprintln(stderr, engine.Stamp(time.Now()), "eaglet: aborted")
 		os.Exit(exitInterrupted)
 	}()
 	return ctx, func() { signal.Stop(sigs); cancel() }
