@@ -201,3 +201,36 @@ func TestRun_LogReadsAsARecord(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_BlockedNamesEveryInput: a merge whose inputs failed names them
+// all, so one look says what to fix.
+func TestRun_BlockedNamesEveryInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a.jsonl", "b.jsonl"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("{not json}\n"), 0o644)
+	}
+	p, store := enginetest.Open(t, dir, `version: 1
+name: blocked
+state: state.db
+datasets:
+  a: {source: a.jsonl, format: messages}
+  b: {source: b.jsonl, format: messages}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: merge, uses: merge, needs: [load], with: {out: out.jsonl}}
+`)
+	results, _ := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
+	found := false
+	for _, r := range results {
+		if r.Node.ID != "merge" {
+			continue
+		}
+		found = true
+		if r.Action != "blocked" || r.Err == nil || r.Err.Error() != "load[a], load[b] did not finish" {
+			t.Errorf("merge: %s, %v; want blocked by load[a], load[b]", r.Action, r.Err)
+		}
+	}
+	if !found {
+		t.Error("no result for merge")
+	}
+}

@@ -79,7 +79,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 		go func() {
 			defer wg.Done()
 			defer close(done[n])
-			blocked := ""
+			var blockedBy []string
 			for _, up := range n.Needs {
 				if !inRun[up] {
 					continue
@@ -89,9 +89,11 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 				ur := results[up]
 				mu.Unlock()
 				if ur.Action == "failed" || ur.Action == "blocked" || ur.Action == "interrupted" {
-					blocked = up.ID
+					blockedBy = append(blockedBy, up.ID)
 				}
 			}
+			// Name every unfinished input: the reader fixes them all at once.
+			blocked := strings.Join(blockedBy, ", ")
 			var res *Result
 			switch {
 			case blocked != "":
