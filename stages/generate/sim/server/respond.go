@@ -179,7 +179,8 @@ func (e *sse) streamFault(f fault, n, total int, errEvent any) bool {
 	case faultTruncate:
 		panic(http.ErrAbortHandler)
 	case faultBadJSON:
-		e.raw("data: {\"choices\": [{\"delta\": \n\n")
+		// Cut inside the event: invalid JSON of no particular route's shape.
+		e.raw("data: {\"id\": \n\n")
 		return true
 	case faultStreamError:
 		e.event(errEvent)
