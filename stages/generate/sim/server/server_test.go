@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,5 +183,40 @@ func TestServer_APIKey(t *testing.T) {
 	resp := post(t, url+"/v1/completions", map[string]any{"prompt": "x"})
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("status %d without a key", resp.StatusCode)
+	}
+}
+
+// TestServer_SpeedAfterIdle: the first answers after the server sat idle
+// take as long as the speed says. Stepping the batch by a tick buffered
+// while idle once streamed some of them at 40 times the speed, which taught
+// clients' auto concurrency a speed no server has.
+func TestServer_SpeedAfterIdle(t *testing.T) {
+	_, url := start(t, Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 5000, Sigma: 0.01}), Speed: 400})
+	time.Sleep(time.Second)
+	var wg sync.WaitGroup
+	took := make([]time.Duration, 16)
+	for i := range took {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			begin := time.Now()
+			b, _ := json.Marshal(map[string]any{"model": "sim", "max_tokens": 80, "stream": true,
+				"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("hello %d", i)}}})
+			resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			took[i] = time.Since(begin)
+		}()
+	}
+	wg.Wait()
+	// 80 tokens at 400 tokens/s: 200 ms each.
+	for i, d := range took {
+		if d < 150*time.Millisecond {
+			t.Errorf("request %d: 80 tokens at 400 tokens/s after an idle spell took %s; want about 200ms", i, d)
+		}
 	}
 }
