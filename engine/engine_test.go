@@ -54,7 +54,8 @@ func writeSpec(t *testing.T, dir string, settings map[string]string) string {
 	return path
 }
 
-func runSpec(t *testing.T, path string) map[string]*engine.Result {
+// openSpec loads the spec at path and opens its store, closed with the test.
+func openSpec(t *testing.T, path string) (*engine.Pipeline, *state.Store) {
 	t.Helper()
 	p, err := engine.Load(path, enginetest.NoEnv)
 	if err != nil {
@@ -64,6 +65,13 @@ func runSpec(t *testing.T, path string) map[string]*engine.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { store.Close() })
+	return p, store
+}
+
+func runSpec(t *testing.T, path string) map[string]*engine.Result {
+	t.Helper()
+	p, store := openSpec(t, path)
 	defer store.Close()
 	return enginetest.Run(t, p, store, nil)
 }
@@ -150,15 +158,7 @@ func mustRead(t *testing.T, path string) []byte {
 func TestPlan_SaysWhatChanged(t *testing.T) {
 	dir := t.TempDir()
 	runSpec(t, writeSpec(t, dir, nil))
-	p, err := engine.Load(writeSpec(t, dir, map[string]string{"cap": "80"}), enginetest.NoEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(p.Spec.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	p, store := openSpec(t, writeSpec(t, dir, map[string]string{"cap": "80"}))
 	actions := map[string]string{}
 	for _, s := range p.Plan(store, nil) {
 		actions[s.Node.ID] = s.Action
@@ -179,16 +179,7 @@ func TestPlan_SaysWhatChanged(t *testing.T) {
 // timestamped line when each instance starts and when it ends, loads
 // included (whose totals are not known when they start).
 func TestRun_LogReadsAsARecord(t *testing.T) {
-	path := writeSpec(t, t.TempDir(), nil)
-	p, err := engine.Load(path, enginetest.NoEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(p.Spec.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	p, store := openSpec(t, writeSpec(t, t.TempDir(), nil))
 	var log bytes.Buffer
 	if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &log}); err != nil {
 		t.Fatal(err)
