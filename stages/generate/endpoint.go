@@ -91,14 +91,14 @@ type OpenAIOptions struct {
 // its URLs going out of service and coming back.
 func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*endpoint, error) {
 	e := &endpoint{spec: ep, concurrency: ep.Concurrency.N, meanTokens: 1000}
-	var p *pool.Pool
+	server := pool.Server{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model}
 	if len(ep.URLs) > 0 {
 		var err error
 		cfg := pool.Config{URLs: ep.URLs}
 		if logf != nil {
 			cfg.Log = func(format string, args ...any) { logf("endpoint %s: %s", ep.Name, fmt.Sprintf(format, args...)) }
 		}
-		if p, err = pool.New(cfg); err != nil {
+		if server.Pool, err = pool.New(cfg); err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
 	}
@@ -138,8 +138,8 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		if err := spec.Decode(ep.Options, &o); err != nil {
 			return nil, err
 		}
-		c, err := sglang.New(sglang.Config{Pool: p, URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
-			Stream: o.Stream, SamplingParams: o.SamplingParams, StopTokenIDs: o.StopTokenIDs, ThinkStart: o.ThinkStart, ThinkEnd: o.ThinkEnd})
+		server.StopTokenIDs, server.ThinkStart, server.ThinkEnd = o.StopTokenIDs, o.ThinkStart, o.ThinkEnd
+		c, err := sglang.New(sglang.Config{Server: server, Stream: o.Stream, SamplingParams: o.SamplingParams})
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
@@ -150,9 +150,9 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		if err := spec.Decode(ep.Options, &o); err != nil {
 			return nil, err
 		}
-		c, err := openai.New(openai.Config{Pool: p, URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model,
-			Completions: o.Completions, Stream: o.Stream, ReturnTokenIDs: o.ReturnTokenIDs, ChatTemplateKwargs: o.ChatTemplateKwargs,
-			Extra: o.Extra, StopTokenIDs: o.StopTokenIDs, ThinkStart: o.ThinkStart, ThinkEnd: o.ThinkEnd})
+		server.StopTokenIDs, server.ThinkStart, server.ThinkEnd = o.StopTokenIDs, o.ThinkStart, o.ThinkEnd
+		c, err := openai.New(openai.Config{Server: server, Completions: o.Completions, Stream: o.Stream,
+			ReturnTokenIDs: o.ReturnTokenIDs, ChatTemplateKwargs: o.ChatTemplateKwargs, Extra: o.Extra})
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}

@@ -14,17 +14,9 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
-// Config shapes a Client.
+// Config shapes a Client. Its URLs end in /v1 (https://openrouter.ai/api/v1).
 type Config struct {
-	// URLs are base URLs ending in /v1 (https://openrouter.ai/api/v1),
-	// balanced by outstanding requests.
-	URLs []string
-	// APIKey is sent as a bearer token; it never appears in errors.
-	APIKey string
-	// Headers are sent with every request (HTTP-Referer, X-Title, ...).
-	Headers map[string]string
-	// Model is the model name sent and recorded.
-	Model string
+	pool.Server
 	// Completions uses /completions with req.InputIDs as the prompt.
 	Completions bool
 	Stream      bool
@@ -35,12 +27,6 @@ type Config struct {
 	ChatTemplateKwargs map[string]any
 	// Extra fields merged into every request body (reasoning, provider, ...).
 	Extra map[string]any
-	// StopTokenIDs are end-of-turn ids trimmed from recorded token ids.
-	StopTokenIDs []int
-	// ThinkStart and ThinkEnd delimit inline reasoning (<think>, </think>).
-	ThinkStart, ThinkEnd string
-	// Pool overrides the pool built from URLs, for tests.
-	Pool *pool.Pool
 }
 
 // Client implements backend.Backend over the OpenAI API.
@@ -55,17 +41,11 @@ var _ backend.Backend = (*Client)(nil)
 
 // New returns a client for cfg.
 func New(cfg Config) (*Client, error) {
-	p := cfg.Pool
-	if p == nil {
-		var err error
-		if p, err = pool.New(pool.Config{URLs: cfg.URLs}); err != nil {
-			return nil, fmt.Errorf("openai: %w", err)
-		}
+	p, auth, err := cfg.Connect()
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
 	}
-	if cfg.ThinkStart == "" {
-		cfg.ThinkStart, cfg.ThinkEnd = pool.ThinkStart, pool.ThinkEnd
-	}
-	c := &Client{cfg: cfg, pool: p, auth: pool.Auth{APIKey: cfg.APIKey, Headers: cfg.Headers}, path: "/chat/completions"}
+	c := &Client{cfg: cfg, pool: p, auth: auth, path: "/chat/completions"}
 	if cfg.Completions {
 		c.path = "/completions"
 	}

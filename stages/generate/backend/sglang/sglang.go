@@ -14,28 +14,14 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
-// Config shapes a Client.
+// Config shapes a Client. Its URLs are base URLs (http://host:30000), and
+// its Model is only recorded: /generate serves one model.
 type Config struct {
-	// URLs are the server's base URLs (http://host:30000), balanced by
-	// outstanding requests.
-	URLs []string
-	// APIKey is sent as a bearer token when set (SGLang's --api-key).
-	APIKey string
-	// Headers are sent with every request.
-	Headers map[string]string
-	// Model is recorded on each generation; /generate serves one model.
-	Model  string
+	pool.Server
 	Stream bool
 	// SamplingParams are extra sampling_params (min_p, repetition_penalty,
 	// stop_token_ids, ...) sent with every request.
 	SamplingParams map[string]any
-	// StopTokenIDs are end-of-turn ids trimmed from recorded output ids,
-	// besides the one finish_reason.matched names.
-	StopTokenIDs []int
-	// ThinkStart and ThinkEnd delimit inline reasoning (<think>, </think>).
-	ThinkStart, ThinkEnd string
-	// Pool overrides the pool built from URLs, for tests.
-	Pool *pool.Pool
 }
 
 // Client implements backend.Backend over /generate.
@@ -49,17 +35,11 @@ var _ backend.Backend = (*Client)(nil)
 
 // New returns a client for cfg.
 func New(cfg Config) (*Client, error) {
-	p := cfg.Pool
-	if p == nil {
-		var err error
-		if p, err = pool.New(pool.Config{URLs: cfg.URLs}); err != nil {
-			return nil, fmt.Errorf("sglang: %w", err)
-		}
+	p, auth, err := cfg.Connect()
+	if err != nil {
+		return nil, fmt.Errorf("sglang: %w", err)
 	}
-	if cfg.ThinkStart == "" {
-		cfg.ThinkStart, cfg.ThinkEnd = pool.ThinkStart, pool.ThinkEnd
-	}
-	return &Client{cfg: cfg, pool: p, auth: pool.Auth{APIKey: cfg.APIKey, Headers: cfg.Headers}}, nil
+	return &Client{cfg: cfg, pool: p, auth: auth}, nil
 }
 
 type request struct {
