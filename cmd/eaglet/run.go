@@ -19,7 +19,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		"Runs every stage instance that is not up to date. Kill it at any time: the next run\ncontinues from the last commit. Ctrl-C stops dispatching, commits what finished and exits 130.")
 	stage := fs.String("stage", "", "run only this stage (and what it needs)")
 	dataset := fs.String("dataset", "", "with --stage: only this dataset's instance")
-	force := fs.Bool("force", false, "with --stage: redo the stage even if up to date, then what depends on it")
+	force := fs.Bool("force", false, "with --stage: redo the stage even if up to date; what depends on it reruns if its output changed")
 	progress := fs.String("progress", "auto", "auto, live (redrawn table) or lines (timestamped lines)")
 	p, err := specFromArgs(env, fs, args)
 	if err != nil {

@@ -112,11 +112,11 @@ func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error
 			break
 		}
 		if err != nil {
-			if strings.Contains(err.Error(), "on_error") {
-				// The reader already says what to do; say it once.
-				return fmt.Errorf("%w (on dataset %s)", err, l.ds.Name)
+			var re *dataset.RowError
+			if errors.As(err, &re) && !re.Fatal() {
+				return fmt.Errorf("%w (set `on_error: skip` on dataset %s to skip and count bad rows)", err, l.ds.Name)
 			}
-			return fmt.Errorf("%w (set `on_error: skip` on dataset %s to skip and count bad rows)", err, l.ds.Name)
+			return fmt.Errorf("dataset %s: %w", l.ds.Name, err)
 		}
 		rec.Dataset = l.ds.Name
 		rec.Source.File = l.redact(rec.Source.File)

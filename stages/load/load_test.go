@@ -35,7 +35,7 @@ func TestLoad_BadRowsAndDuplicates(t *testing.T) {
 	if _, err := run(t, rows, "fail"); err == nil || !strings.Contains(err.Error(), "d.jsonl:4") || !strings.Contains(err.Error(), "on_error: skip") {
 		t.Errorf("a bad row with on_error fail: %v; want an error naming d.jsonl:4 and the skip option", err)
 	}
-	// A reason that already says what to do says it once.
+	// Load names the skip option once, for its dataset, whatever the reason.
 	if _, err := run(t, `{"messages":[{"role":"user","content":""}]}`+"\n", "fail"); err == nil || strings.Count(err.Error(), "on_error") != 1 {
 		t.Errorf("an empty turn with on_error fail: %v; want the skip option named once", err)
 	}

@@ -75,7 +75,7 @@ func parseContent(raw json.RawMessage) (content, *RowError) {
 			}
 			c.calls = append(c.calls, calls...)
 		case "image", "image_url", "input_image", "video", "video_url", "audio", "input_audio", "file":
-			return c, rowErr("media content", "content has a part of type %s; eaglet builds text-only training data: drop multimodal rows or set on_error: skip", part.Type)
+			return c, rowErr("media content", "content has a part of type %s; eaglet builds text-only training data: drop multimodal rows", part.Type)
 		default:
 			return c, rowErr("bad content", "content part type %q is not one eaglet knows (text, reasoning, tool_call)", part.Type)
 		}

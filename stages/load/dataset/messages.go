@@ -336,16 +336,16 @@ func checkConversation(msgs []conv.Message) *RowError {
 		case conv.User:
 			user = true
 			if msg.Content == "" {
-				return rowErr("empty turn", "message %d (user) is empty; fix the row or set on_error: skip", i)
+				return rowErr("empty turn", "message %d (user) is empty", i)
 			}
 		case conv.Assistant:
 			if msg.Content == "" && msg.Reasoning == "" && len(msg.ToolCalls) == 0 {
-				return rowErr("empty turn", "message %d (assistant) is empty: no content, reasoning or tool calls; fix the row or set on_error: skip", i)
+				return rowErr("empty turn", "message %d (assistant) is empty: no content, reasoning or tool calls", i)
 			}
 		}
 	}
 	if !user {
-		return rowErr("no user message", "conversation has no user message, so there is no prompt to answer; fix the row or set on_error: skip")
+		return rowErr("no user message", "conversation has no user message, so there is no prompt to answer")
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func TestReader_Parquet(t *testing.T) {
 		t.Errorf("record 1 = %+v", recs[1])
 	}
 	_, _, err = readAll(t, p, Options{})
-	if err == nil || err.Error() != p+": row 7: messages: message 0 (user) is empty; fix the row or set on_error: skip" {
+	if err == nil || err.Error() != p+": row 7: messages: message 0 (user) is empty" {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -129,7 +129,7 @@ func jsonKind(raw []byte) string {
 }
 
 func invalidJSON(err error) *RowError {
-	return rowErr("invalid JSON", "row is not valid JSON (%v); fix or remove it, or set on_error: skip", err)
+	return rowErr("invalid JSON", "row is not valid JSON (%v); fix or remove it", err)
 }
 
 func rowErr(kind, format string, args ...any) *RowError {
