@@ -358,12 +358,20 @@ func (g *Generate) answers(rec *conv.Record) int {
 	n := 1 + len(followUps)
 	if g.opts.Turns == "all" {
 		for i, m := range base {
-			if m.Role == conv.Assistant && len(m.ToolCalls) == 0 && i > 0 {
+			if regenerated(i, m) {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// regenerated says whether turns: all answers message m, at position i of
+// the conversation, anew: an assistant turn with something before it.
+// Tool-calling turns stay as the source has them: the tool results that
+// follow belong to those calls.
+func regenerated(i int, m conv.Message) bool {
+	return m.Role == conv.Assistant && len(m.ToolCalls) == 0 && i > 0
 }
 
 // converse produces the record's answers: the last assistant turn, every
@@ -399,10 +407,8 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*
 	}
 	var convo []conv.Message
 	if g.opts.Turns == "all" {
-		// Tool-calling turns stay as the source has them: the tool results
-		// that follow belong to those calls.
 		for _, m := range base {
-			if m.Role == conv.Assistant && len(m.ToolCalls) == 0 && len(convo) > 0 {
+			if regenerated(len(convo), m) {
 				gen, err := ask(convo, nil)
 				if err != nil {
 					return nil, err
