@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 // Pipeline is a compiled spec: stage kinds resolved, options decoded and

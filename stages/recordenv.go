@@ -1,7 +1,7 @@
 package stages
 
 import (
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 // RecordEnv returns the environment of per-record expressions (filter's

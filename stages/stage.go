@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 // Kind describes a registered stage kind.

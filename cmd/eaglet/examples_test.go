@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 // TestExamples runs the example specs end to end against the simulated
@@ -34,7 +34,7 @@ func TestExamples(t *testing.T) {
 			return map[string]string{"OPENAI_BASE_URL": url + "/v1", "OPENROUTER_API_KEY": key}
 		}},
 	}
-	tok, err := tokenizer.Load("../../stages/tokenize/testdata/qwen3")
+	tok, err := tokenizer.Load("../../internal/tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/eaglet-dev/eaglet/engine"
-	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/stages/load/dataset"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/dataset"
 )
 
 func init() {

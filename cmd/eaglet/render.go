@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
 func init() {

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
 )
 
 func init() {

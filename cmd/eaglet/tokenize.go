@@ -11,7 +11,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 func init() {

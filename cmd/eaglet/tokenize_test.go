@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const testTokenizer = "../../stages/tokenize/testdata/qwen3"
+const testTokenizer = "../../internal/tokenizer/testdata/qwen3"
 
 func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
@@ -52,7 +52,7 @@ func TestTokenize_Errors(t *testing.T) {
 		{"bad json", "{\"id\": 1, \"text\": \"a\"}\n{oops\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, "stdin line 2"},
 		{"no text", "{\"id\": 1}\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, `missing "text"`},
 		{"stray argument", "", []string{"tokenize", "--tokenizer", testTokenizer, "extra"}, exitUsage, "unexpected argument"},
-		{"render without template", "", []string{"render", "--tokenizer", "../../stages/tokenize/testdata/llama2"}, exitUsage, "no chat template"},
+		{"render without template", "", []string{"render", "--tokenizer", "../../internal/tokenizer/testdata/llama2"}, exitUsage, "no chat template"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 )
 
 // BenchmarkGenerate_RequestsPerSecond measures what the engine sustains end

@@ -17,11 +17,11 @@ import (
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
-	"github.com/eaglet-dev/eaglet/stages/load/dataset"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/dataset"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 func init() {

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
 )
 
 // TestOrder_LongestFirst: with order: longest_first the server receives

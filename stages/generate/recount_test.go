@@ -3,12 +3,12 @@ package generate
 import (
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 func TestRecount_TokensTheServerDidNotReport(t *testing.T) {
-	tok, err := tokenizer.Load("../tokenize/testdata/qwen3")
+	tok, err := tokenizer.Load("../../internal/tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}

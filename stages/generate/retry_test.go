@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
 )
 
 // TestRetry_HonoursRetryAfter: a server answering 429 with Retry-After is

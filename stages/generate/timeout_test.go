@@ -11,9 +11,9 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 )
 
 // TestTimeout_CountsFromLastToken: answers that stream for longer than the

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -91,7 +91,7 @@ func mustRead(t *testing.T, path string) []byte {
 // template, conditioned on the target's own first answer; without it the
 // record fails saying what to set.
 func TestTurns_TokenIDAPIs(t *testing.T) {
-	tokDir, err := filepath.Abs("../tokenize/testdata/qwen3")
+	tokDir, err := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/load/dataset"
+	"github.com/eaglet-dev/eaglet/internal/dataset"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/stages/load/dataset"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/dataset"
 )
 
 func TestMerge_WeightsAndShuffle(t *testing.T) {

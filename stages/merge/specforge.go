@@ -1,7 +1,7 @@
 package merge
 
 import (
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 // specForgeLine is one record as SpecForge's data preparation reads it:

@@ -10,14 +10,14 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
-	"github.com/eaglet-dev/eaglet/stages/conv"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/chat"
-	"github.com/eaglet-dev/eaglet/stages/tokenize/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 func TestTokenize_PromptIDsAndMaxPromptTokens(t *testing.T) {
 	dir := t.TempDir()
-	tokDir, _ := filepath.Abs("testdata/qwen3")
+	tokDir, _ := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
 	short := []conv.Message{{Role: conv.User, Content: "What is 2+2?"}}
 	long := []conv.Message{{Role: conv.User, Content: strings.Repeat("a long question ", 200)}}
 	var data bytes.Buffer

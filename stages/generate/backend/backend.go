@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 // Backend generates one answer. Implementations are safe for concurrent use.

@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim/simtest"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 )
 
 func TestClient_AgainstSimServer(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim"
 )
 
 // Config tunes the backend.

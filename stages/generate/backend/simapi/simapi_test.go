@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/stages/conv"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
-	"github.com/eaglet-dev/eaglet/stages/generate/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim"
 )
 
 func request(max int) *backend.Request {

@@ -1,0 +1,321 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+)
+
+// errStop ends a stream that a fault has already broken.
+var errStop = errors.New("stream broken by a fault")
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Tools               []chatTool      `json:"tools"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs"`
+	ReturnTokenIDs      bool            `json:"return_token_ids"`
+	Prompt              json.RawMessage `json:"prompt"` // completions only
+}
+
+type chatMessage struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	Reasoning        string          `json:"reasoning,omitempty"`
+	ToolCalls        []chatToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+	Name             string          `json:"name,omitempty"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	} `json:"function"`
+}
+
+type chatToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// messages converts the wire messages back to the canonical form, so the
+// sim answers a chat request exactly as the in-process backend answers the
+// same conversation.
+func (req *chatRequest) messages() ([]conv.Message, []conv.ToolDef, error) {
+	msgs := make([]conv.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		content, err := contentText(m.Content)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs[i] = conv.Message{Role: m.Role, Content: content, Reasoning: m.ReasoningContent,
+			ToolCallID: m.ToolCallID, Name: m.Name}
+		if m.Reasoning != "" {
+			msgs[i].Reasoning = m.Reasoning
+		}
+		for _, c := range m.ToolCalls {
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, conv.ToolCall{
+				ID: c.ID, Name: c.Function.Name, Arguments: json.RawMessage(c.Function.Arguments)})
+		}
+	}
+	tools := make([]conv.ToolDef, len(req.Tools))
+	for i, t := range req.Tools {
+		tools[i] = conv.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters}
+	}
+	return msgs, tools, nil
+}
+
+// contentText accepts a string, null, or a list of text parts.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or a list of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func (req *chatRequest) maxTokens(def int) int {
+	switch {
+	case req.MaxCompletionTokens != nil:
+		return *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		return *req.MaxTokens
+	}
+	return def
+}
+
+func usage(a *sim.Answer, n int) map[string]any {
+	reasoning := 0
+	for _, t := range a.Tokens[:n] {
+		if t.Part == sim.PartReasoning || t.Part == sim.PartThink {
+			reasoning++
+		}
+	}
+	return map[string]any{
+		"prompt_tokens": a.PromptTokens, "completion_tokens": n, "total_tokens": a.PromptTokens + n,
+		"completion_tokens_details": map[string]any{"reasoning_tokens": reasoning},
+	}
+}
+
+// chat serves POST /v1/chat/completions. Without max_tokens the answer is
+// capped only by the model, as chat endpoints have no default cap.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	f, ok := s.readRequest(w, r, &req, true)
+	if !ok {
+		return
+	}
+	msgs, tools, err := req.messages()
+	if err != nil || len(msgs) == 0 {
+		s.badRequest(w, true, "messages: a non-empty list of messages is required")
+		return
+	}
+	maxTokens := req.maxTokens(0)
+	a, ok := s.answer(w, true, sim.Prompt{Messages: msgs, Tools: tools},
+		sim.Options{MaxTokens: maxTokens, NoThinking: thinkingOff(req.ChatTemplateKwargs)})
+	if !ok {
+		return
+	}
+	if maxTokens == 0 {
+		maxTokens = s.cfg.Model.Config().MaxLen
+	}
+	c := &chatOutput{s: s, a: a, req: &req, id: newID("chatcmpl", a), created: time.Now().Unix()}
+	if !req.Stream {
+		if err := s.produce(r.Context(), a, maxTokens, func(int) error { return nil }); err != nil {
+			return
+		}
+		s.finished(a)
+		writeBody(w, f, c.full(f))
+		return
+	}
+	c.stream(w, r, f, maxTokens)
+}
+
+type chatOutput struct {
+	s       *Server
+	a       *sim.Answer
+	req     *chatRequest
+	id      string
+	created int64
+}
+
+func (c *chatOutput) frame(object string, choices []map[string]any) map[string]any {
+	return map[string]any{"id": c.id, "object": object, "created": c.created, "model": c.s.cfg.Name, "choices": choices}
+}
+
+func (c *chatOutput) toolCalls() []map[string]any {
+	var out []map[string]any
+	for i, tc := range c.a.ToolCalls {
+		out = append(out, map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Name, "arguments": string(tc.Arguments)}})
+	}
+	return out
+}
+
+// full renders the non-streaming response.
+func (c *chatOutput) full(f fault) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": c.a.Content}
+	switch c.s.cfg.Reasoning {
+	case ReasoningInline:
+		if c.a.Reasoning != "" || len(c.a.Tokens) > 0 && c.a.Tokens[0].ID == sim.ThinkStart {
+			msg["content"] = c.inline()
+		}
+	default:
+		if c.a.Reasoning != "" {
+			msg[c.s.cfg.Reasoning] = c.a.Reasoning
+		}
+	}
+	if tc := c.toolCalls(); tc != nil {
+		msg["tool_calls"] = tc
+	}
+	choice := map[string]any{"index": 0, "message": msg, "finish_reason": c.a.FinishReason, "logprobs": nil}
+	if c.req.ReturnTokenIDs {
+		choice["token_ids"] = ids(c.a.Tokens)
+	}
+	out := c.frame("chat.completion", []map[string]any{choice})
+	out["usage"] = usage(c.a, len(c.a.Tokens))
+	if f == faultStreamError {
+		choice["finish_reason"] = "error"
+		out["error"] = map[string]any{"code": 502, "message": "Provider returned error"}
+	}
+	return out
+}
+
+// inline renders reasoning and content as a model without a reasoning
+// parser emits them.
+func (c *chatOutput) inline() string {
+	var b strings.Builder
+	for _, t := range c.a.Tokens {
+		if t.Part != sim.PartToolArgs {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+func ids(ts []sim.Token) []int {
+	out := make([]int, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+// stream sends the answer as chat.completion.chunk events: one delta per
+// run of reasoning, content or tool-call tokens, the finish reason, then
+// usage when asked for, then [DONE].
+func (c *chatOutput) stream(w http.ResponseWriter, r *http.Request, f fault, maxTokens int) {
+	e := startSSE(w)
+	if c.s.cfg.Comments {
+		e.raw(": OPENROUTER PROCESSING\n\n")
+	}
+	includeUsage := c.req.StreamOptions != nil && c.req.StreamOptions.IncludeUsage
+	withUsage := func(m map[string]any) map[string]any {
+		if includeUsage {
+			m["usage"] = nil
+		}
+		return m
+	}
+	e.event(withUsage(c.frame("chat.completion.chunk", []map[string]any{{
+		"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": nil, "logprobs": nil}})))
+	errEvent := c.frame("chat.completion.chunk", []map[string]any{{
+		"index": 0, "delta": map[string]any{"content": ""}, "finish_reason": "error"}})
+	errEvent["error"] = map[string]any{"code": "server_error", "message": "Provider disconnected unexpectedly"}
+
+	sent, toolStarted := 0, false
+	var pending []int // ids of tokens with no text of their own
+	err := c.s.produce(r.Context(), c.a, maxTokens, func(n int) error {
+		if e.streamFault(f, n, len(c.a.Tokens), errEvent) {
+			return errStop
+		}
+		for sent < n {
+			part := c.a.Tokens[sent].Part
+			var text strings.Builder
+			runIDs := pending
+			pending = nil
+			for sent < n && c.a.Tokens[sent].Part == part {
+				text.WriteString(c.a.Tokens[sent].Text)
+				runIDs = append(runIDs, c.a.Tokens[sent].ID)
+				sent++
+			}
+			delta := map[string]any{}
+			switch {
+			case part == sim.PartEnd || part == sim.PartThink && c.s.cfg.Reasoning != ReasoningInline:
+				pending = runIDs
+				continue
+			case part == sim.PartReasoning && c.s.cfg.Reasoning != ReasoningInline:
+				delta[c.s.cfg.Reasoning] = text.String()
+			case part == sim.PartToolArgs:
+				call := map[string]any{"index": 0, "function": map[string]any{"arguments": text.String()}}
+				if !toolStarted {
+					tc := c.a.ToolCalls[0]
+					call["id"], call["type"] = tc.ID, "function"
+					call["function"] = map[string]any{"name": tc.Name, "arguments": text.String()}
+					toolStarted = true
+				}
+				delta["tool_calls"] = []map[string]any{call}
+			default:
+				delta["content"] = text.String()
+			}
+			choice := map[string]any{"index": 0, "delta": delta, "finish_reason": nil, "logprobs": nil}
+			if c.req.ReturnTokenIDs {
+				choice["token_ids"] = runIDs
+			}
+			if err := e.event(withUsage(c.frame("chat.completion.chunk", []map[string]any{choice}))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	c.s.finished(c.a)
+	choice := map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": c.a.FinishReason, "logprobs": nil}
+	if c.req.ReturnTokenIDs {
+		choice["token_ids"] = append([]int{}, pending...)
+	}
+	e.event(withUsage(c.frame("chat.completion.chunk", []map[string]any{choice})))
+	if includeUsage {
+		last := c.frame("chat.completion.chunk", []map[string]any{})
+		last["usage"] = usage(c.a, len(c.a.Tokens))
+		e.event(last)
+	}
+	e.done()
+}

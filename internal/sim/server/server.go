@@ -1,0 +1,200 @@
+// Package server is eaglet's simulated inference server: SGLang's native
+// /generate and the OpenAI-compatible /v1/chat/completions and
+// /v1/completions, answered by the deterministic sim model, with a
+// continuous-batching scheduler (running-sequence and KV-cache limits,
+// retraction on overflow) and injected faults. Tests drive it over real HTTP
+// through httptest; `eaglet sim-server` serves it on a port.
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/eaglet-dev/eaglet/internal/sim"
+)
+
+// Reasoning formats of the OpenAI chat route, as different servers send
+// a thinking model's reasoning.
+const (
+	ReasoningContent = "reasoning_content" // SGLang with a reasoning parser
+	ReasoningField   = "reasoning"         // vLLM, OpenRouter
+	ReasoningInline  = "think"             // no parser: <think>...</think> in content
+)
+
+// Config shapes a Server. Zero fields take the documented defaults.
+type Config struct {
+	Model *sim.Model
+	// Name is the served model name ("sim").
+	Name string
+	// Speed is decode tokens per second per sequence; 0 answers at once.
+	Speed float64
+	// PrefillSpeed is prompt tokens per second when a sequence is admitted
+	// or re-admitted after a retraction; 0 makes prefill free.
+	PrefillSpeed float64
+	// MaxRunning caps the sequences decoding at once; 0 is unlimited.
+	MaxRunning int
+	// KVTokens is the KV-cache capacity in tokens (prompt plus output of
+	// every running sequence); 0 is unlimited. When running sequences
+	// outgrow it the newest are retracted, queued again and recomputed.
+	KVTokens int
+	// Slowdown is how much slower each sequence decodes at a full batch:
+	// speed = Speed / (1 + Slowdown * running / MaxRunning).
+	Slowdown float64
+	// Reasoning is how the chat route returns reasoning (ReasoningContent).
+	Reasoning string
+	// Incremental makes /generate streams send deltas instead of the
+	// cumulative text and ids SGLang sends by default.
+	Incremental bool
+	// FlatErrors sends OpenAI-route errors as {"object":"error",...}
+	// (SGLang, older vLLM) instead of {"error":{...}}.
+	FlatErrors bool
+	// Comments sends ": OPENROUTER PROCESSING" SSE comment lines, as
+	// OpenRouter does while a request waits.
+	Comments bool
+	// StreamChunk is how many tokens an instant stream puts in one event (8).
+	StreamChunk int
+	// APIKey, when set, is required as "Authorization: Bearer KEY".
+	APIKey string
+	Faults Faults
+}
+
+// Server is an http.Handler serving the simulated APIs.
+type Server struct {
+	cfg    Config
+	mux    *http.ServeMux
+	sched  *scheduler
+	faults *injector
+
+	requests, completed, completionTokens atomic.Int64
+}
+
+// New returns a server; Close stops its scheduler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Model == nil {
+		return nil, fmt.Errorf("sim server: no model")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "sim"
+	}
+	switch cfg.Reasoning {
+	case "":
+		cfg.Reasoning = ReasoningContent
+	case ReasoningContent, ReasoningField, ReasoningInline:
+	default:
+		return nil, fmt.Errorf("sim server: reasoning format %q: want %s, %s or %s",
+			cfg.Reasoning, ReasoningContent, ReasoningField, ReasoningInline)
+	}
+	if cfg.StreamChunk <= 0 {
+		cfg.StreamChunk = 8
+	}
+	if err := cfg.Faults.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), faults: newInjector(cfg.Faults)}
+	if cfg.Speed > 0 {
+		s.sched = newScheduler(cfg)
+	}
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Stats())
+	})
+	s.mux.HandleFunc("POST /generate", s.auth(s.generate))
+	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
+	return s, nil
+}
+
+// Close stops the scheduler; requests still waiting fail.
+func (s *Server) Close() {
+	if s.sched != nil {
+		s.sched.close()
+	}
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Stats are the server's counters since it started.
+type Stats struct {
+	Requests         int64            `json:"requests"`
+	Completed        int64            `json:"completed"`
+	CompletionTokens int64            `json:"completion_tokens"`
+	Running          int              `json:"running"`
+	Queued           int              `json:"queued"`
+	PeakRunning      int              `json:"peak_running"`
+	KVUsed           int              `json:"kv_used"`
+	Retractions      int64            `json:"retractions"`
+	RecomputedTokens int64            `json:"recomputed_tokens"`
+	Faults           map[string]int64 `json:"faults,omitempty"`
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	var st Stats
+	if s.sched != nil {
+		st = s.sched.stats()
+	}
+	st.Requests, st.Completed, st.CompletionTokens = s.requests.Load(), s.completed.Load(), s.completionTokens.Load()
+	st.Faults = s.faults.injected()
+	return st
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.cfg.Name, "object": "model", "created": 0, "owned_by": "eaglet-sim",
+			"max_model_len": s.cfg.Model.Config().Context,
+		}},
+	})
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	if s.cfg.APIKey == "" {
+		return h
+	}
+	want := []byte("Bearer " + s.cfg.APIKey)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{
+				"error": map[string]any{"code": 401, "message": "No auth credentials found or invalid API key"},
+			})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// openAIError writes an error in the OpenAI routes' shape.
+func (s *Server) openAIError(w http.ResponseWriter, status int, typ, msg string) {
+	if s.cfg.FlatErrors {
+		writeJSON(w, status, map[string]any{"object": "error", "message": msg, "type": typ, "param": nil, "code": status})
+		return
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": status}})
+}
+
+// thinkingOff reads the thinking toggles models use in chat_template_kwargs:
+// enable_thinking (Qwen) and thinking (Kimi, DeepSeek).
+func thinkingOff(kw map[string]any) bool {
+	for _, k := range []string{"enable_thinking", "thinking"} {
+		if v, ok := kw[k].(bool); ok && !v {
+			return true
+		}
+	}
+	return false
+}

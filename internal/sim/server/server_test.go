@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+)
+
+func start(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	if cfg.Model == nil {
+		cfg.Model = sim.New(sim.Config{Seed: 1, MeanTokens: 60, Reasoning: 0.3})
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	return s, hs.URL
+}
+
+func post(t *testing.T, url string, body any) *http.Response {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// events returns the data payloads of an SSE body, comments skipped.
+func events(t *testing.T, resp *http.Response) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func TestServer_Generate_MatchesModel(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 2, MeanTokens: 40})
+	_, url := start(t, Config{Model: m})
+	resp := post(t, url+"/generate", map[string]any{"input_ids": []int{5, 6, 7}, "sampling_params": map[string]any{"max_new_tokens": 500}})
+	var got struct {
+		Text      string
+		OutputIDs []int `json:"output_ids"`
+		MetaInfo  struct {
+			FinishReason     map[string]any `json:"finish_reason"`
+			CompletionTokens int            `json:"completion_tokens"`
+			PromptTokens     int            `json:"prompt_tokens"`
+		} `json:"meta_info"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := m.Answer(sim.Prompt{IDs: []int{5, 6, 7}}, sim.Options{MaxTokens: 500})
+	if got.Text != want.Content || got.MetaInfo.CompletionTokens != want.CompletionTokens() || got.MetaInfo.PromptTokens != 3 {
+		t.Fatalf("got %+v, want content %q", got, want.Content)
+	}
+	if got.MetaInfo.FinishReason["type"] != "stop" || got.OutputIDs[len(got.OutputIDs)-1] != sim.EOS {
+		t.Fatalf("finish %v, ids end %v", got.MetaInfo.FinishReason, got.OutputIDs[len(got.OutputIDs)-1])
+	}
+}
+
+func TestServer_Generate_DefaultCap(t *testing.T) {
+	_, url := start(t, Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 5000, Sigma: 0.01})})
+	resp := post(t, url+"/generate", map[string]any{"text": "hello"})
+	var got struct {
+		MetaInfo struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"meta_info"`
+	}
+	json.NewDecoder(resp.Body).Decode(&got)
+	if got.MetaInfo.CompletionTokens != sglangDefaultMaxNewTokens {
+		t.Fatalf("completion tokens %d, want SGLang's default cap", got.MetaInfo.CompletionTokens)
+	}
+}
+
+func TestServer_Chat_StreamReassembles(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 3, MeanTokens: 80, Reasoning: 0.4})
+	for _, format := range []string{ReasoningContent, ReasoningField} {
+		_, url := start(t, Config{Model: m, Reasoning: format, Comments: true})
+		msgs := []conv.Message{{Role: conv.User, Content: "hi " + format}}
+		resp := post(t, url+"/v1/chat/completions", map[string]any{
+			"messages": msgs, "max_tokens": 1000, "stream": true,
+			"stream_options": map[string]any{"include_usage": true}, "return_token_ids": true})
+		var content, reasoning strings.Builder
+		var ids []int
+		var finish string
+		var usage map[string]any
+		evs := events(t, resp)
+		if evs[len(evs)-1] != "[DONE]" {
+			t.Fatalf("stream ends with %q", evs[len(evs)-1])
+		}
+		for _, ev := range evs[:len(evs)-1] {
+			var c struct {
+				Choices []struct {
+					Delta        map[string]any `json:"delta"`
+					FinishReason *string        `json:"finish_reason"`
+					TokenIDs     []int          `json:"token_ids"`
+				}
+				Usage map[string]any
+			}
+			if err := json.Unmarshal([]byte(ev), &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Usage != nil {
+				usage = c.Usage
+			}
+			for _, ch := range c.Choices {
+				if s, ok := ch.Delta["content"].(string); ok {
+					content.WriteString(s)
+				}
+				if s, ok := ch.Delta[format].(string); ok {
+					reasoning.WriteString(s)
+				}
+				ids = append(ids, ch.TokenIDs...)
+				if ch.FinishReason != nil {
+					finish = *ch.FinishReason
+				}
+			}
+		}
+		want := m.Answer(sim.Prompt{Messages: msgs}, sim.Options{MaxTokens: 1000})
+		if content.String() != want.Content || reasoning.String() != want.Reasoning || finish != want.FinishReason {
+			t.Fatalf("%s: reassembled %q / %q / %s, want %q / %q / %s", format, content.String(), reasoning.String(), finish,
+				want.Content, want.Reasoning, want.FinishReason)
+		}
+		if len(ids) != want.CompletionTokens() || usage["completion_tokens"] != float64(want.CompletionTokens()) {
+			t.Fatalf("%s: %d ids, usage %v, want %d", format, len(ids), usage, want.CompletionTokens())
+		}
+	}
+}
+
+func TestServer_Scheduler_QueuesAndRetracts(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 4, MeanTokens: 100, Sigma: 0.3})
+	s, url := start(t, Config{Model: m, Speed: 4000, MaxRunning: 4, KVTokens: 600})
+	done := make(chan struct{})
+	for i := range 12 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			b, _ := json.Marshal(map[string]any{"text": strings.Repeat("word ", 20+i), "sampling_params": map[string]any{"max_new_tokens": 300}})
+			resp, err := http.Post(url+"/generate", "application/json", bytes.NewReader(b))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	timeout := time.After(10 * time.Second)
+	for range 12 {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatal("requests did not finish")
+		}
+	}
+	st := s.Stats()
+	if st.Completed != 12 || st.PeakRunning > 4 || st.Running != 0 || st.Queued != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestServer_APIKey(t *testing.T) {
+	_, url := start(t, Config{APIKey: "secret"})
+	resp := post(t, url+"/v1/completions", map[string]any{"prompt": "x"})
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d without a key", resp.StatusCode)
+	}
+}
+
+// TestServer_SpeedAfterIdle: the first answers after the server sat idle
+// take as long as the speed says. Stepping the batch by a tick buffered
+// while idle once streamed some of them at 40 times the speed, which taught
+// clients' auto concurrency a speed no server has.
+func TestServer_SpeedAfterIdle(t *testing.T) {
+	_, url := start(t, Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 5000, Sigma: 0.01}), Speed: 400})
+	time.Sleep(time.Second)
+	var wg sync.WaitGroup
+	took := make([]time.Duration, 16)
+	for i := range took {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			begin := time.Now()
+			b, _ := json.Marshal(map[string]any{"model": "sim", "max_tokens": 80, "stream": true,
+				"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("hello %d", i)}}})
+			resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			took[i] = time.Since(begin)
+		}()
+	}
+	wg.Wait()
+	// 80 tokens at 400 tokens/s: 200 ms each.
+	for i, d := range took {
+		if d < 150*time.Millisecond {
+			t.Errorf("request %d: 80 tokens at 400 tokens/s after an idle spell took %s; want about 200ms", i, d)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+)
+
+// jsonValue decodes JSON into a template value the way Python's json.loads
+// would hand it to Jinja: objects keep their key order (tojson prints them
+// back in that order) and a number is an int unless written as a float, so
+// 1.0 stays 1.0 and 1 stays 1.
+func jsonValue(data []byte) (jinja.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if _, err := dec.Token(); err == nil {
+		return jinja.Undefined(), fmt.Errorf("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (jinja.Value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	switch t := tok.(type) {
+	case nil:
+		return jinja.None(), nil
+	case bool:
+		return jinja.NewBool(t), nil
+	case string:
+		return jinja.NewString(t), nil
+	case json.Number:
+		s := t.String()
+		if !strings.ContainsAny(s, ".eE") {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return jinja.NewInt(n), nil
+			}
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewFloat(f), nil
+	case json.Delim:
+		switch t {
+		case '[':
+			var items []jinja.Value
+			for dec.More() {
+				v, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Undefined(), err
+				}
+				items = append(items, v)
+			}
+			_, err := dec.Token()
+			return jinja.NewList(items), err
+		case '{':
+			d := jinja.NewDict()
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return jinja.Undefined(), err
+				}
+				v, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Undefined(), err
+				}
+				d.AsDict().Set(k.(string), v)
+			}
+			_, err := dec.Token()
+			return d, err
+		}
+	}
+	return jinja.Undefined(), fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// dict builds a template dict from key/value pairs, in order.
+func dict(kv ...any) jinja.Value {
+	d := jinja.NewDict()
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.AsDict().Set(kv[i].(string), kv[i+1].(jinja.Value))
+	}
+	return d
+}
+
+// messageValue is a message as Hugging Face chat templates expect it:
+// reasoning both as reasoning_content (Qwen3, DeepSeek-R1, Kimi) and
+// thinking (gpt-oss), tool calls in the OpenAI shape with arguments as an
+// object.
+func messageValue(m conv.Message) (jinja.Value, error) {
+	v := dict("role", jinja.NewString(m.Role), "content", jinja.NewString(m.Content))
+	d := v.AsDict()
+	if m.Reasoning != "" {
+		d.Set("reasoning_content", jinja.NewString(m.Reasoning))
+		d.Set("thinking", jinja.NewString(m.Reasoning))
+	}
+	if len(m.ToolCalls) > 0 {
+		calls := make([]jinja.Value, 0, len(m.ToolCalls))
+		for _, c := range m.ToolCalls {
+			args := jinja.NewDict()
+			if len(bytes.TrimSpace(c.Arguments)) > 0 {
+				var err error
+				if args, err = jsonValue(c.Arguments); err != nil {
+					return jinja.Undefined(), fmt.Errorf("tool call %s arguments: %w", c.Name, err)
+				}
+			}
+			call := jinja.NewDict()
+			if c.ID != "" {
+				call.AsDict().Set("id", jinja.NewString(c.ID))
+			}
+			call.AsDict().Set("type", jinja.NewString("function"))
+			call.AsDict().Set("function", dict("name", jinja.NewString(c.Name), "arguments", args))
+			calls = append(calls, call)
+		}
+		d.Set("tool_calls", jinja.NewList(calls))
+	}
+	if m.ToolCallID != "" {
+		d.Set("tool_call_id", jinja.NewString(m.ToolCallID))
+	}
+	if m.Name != "" {
+		d.Set("name", jinja.NewString(m.Name))
+	}
+	return v, nil
+}
+
+// toolValue is a tool definition in the OpenAI shape templates iterate.
+func toolValue(t conv.ToolDef) (jinja.Value, error) {
+	fn := dict("name", jinja.NewString(t.Name))
+	if t.Description != "" {
+		fn.AsDict().Set("description", jinja.NewString(t.Description))
+	}
+	if len(bytes.TrimSpace(t.Parameters)) > 0 {
+		p, err := jsonValue(t.Parameters)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("tool %s parameters: %w", t.Name, err)
+		}
+		fn.AsDict().Set("parameters", p)
+	}
+	return dict("type", jinja.NewString("function"), "function", fn), nil
+}
