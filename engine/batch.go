@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // orderRecorder is a Mapper that notes the order records reach it and

@@ -12,9 +12,9 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 // Pipeline is a compiled spec: stage kinds resolved, options decoded and

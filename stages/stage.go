@@ -10,8 +10,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/specs"
 )
 
 // Kind describes a registered stage kind.

@@ -14,8 +14,8 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
 // TestExamples runs the example specs end to end against the simulated

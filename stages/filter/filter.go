@@ -6,9 +6,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 func init() {

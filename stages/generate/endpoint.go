@@ -7,14 +7,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/openai"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/sglang"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/simapi"
-	"github.com/eaglet-dev/eaglet/internal/sim"
 )
 
 // endpoint is a backend shared by every generate instance of a run, with

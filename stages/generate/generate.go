@@ -15,13 +15,13 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/dataset"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
-	"github.com/eaglet-dev/eaglet/internal/dataset"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 func init() {

@@ -12,9 +12,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/internal/dataset"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/internal/dataset"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

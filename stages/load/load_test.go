@@ -11,8 +11,8 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	_ "github.com/eaglet-dev/eaglet/stages/all"
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	_ "github.com/eaglet-dev/eaglet/stages/all"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/dataset"
+	"github.com/eaglet-dev/eaglet/specs"
 )
 
 func TestMerge_WeightsAndShuffle(t *testing.T) {

@@ -14,11 +14,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 func init() {

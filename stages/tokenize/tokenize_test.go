@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	_ "github.com/eaglet-dev/eaglet/stages/all"
 	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+	_ "github.com/eaglet-dev/eaglet/stages/all"
 )
 
 func TestTokenize_PromptIDsAndMaxPromptTokens(t *testing.T) {

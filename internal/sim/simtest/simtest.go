@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 // Serve starts a sim server for the test and returns its base URL.

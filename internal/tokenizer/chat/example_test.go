@@ -5,8 +5,8 @@ import (
 	"log"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
 // Encode marks what the assistant generated: Qwen3's template adds an empty

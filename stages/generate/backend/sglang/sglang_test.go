@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
 func TestClient_AgainstSimServer(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 // Config tunes the backend.

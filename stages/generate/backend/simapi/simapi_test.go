@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 func request(max int) *backend.Request {
