@@ -25,11 +25,11 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		return r.fail(n, err)
 	}
 	if !r.opts.Force[n] && batchUpToDate(prev, pr.fp, digest) {
-		r.prog.begin(n, 0, 0)
+		r.prog.begin(n, 0, 0, 0)
 		r.prog.finish(n, "up to date")
 		return &Result{Node: n, Action: "up to date"}
 	}
-	r.prog.begin(n, total, 0)
+	r.prog.begin(n, total, 0, 0)
 	bw, err := r.store.BeginBatch(n.ID)
 	if err != nil {
 		return r.fail(n, err)
@@ -54,6 +54,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	if dup := out.count - live; dup > 0 {
 		out.dropped["duplicate"] += dup
 		out.count = live
+		r.prog.duplicates(n, dup)
 	}
 	stats := state.Stats{Dropped: out.dropped, Config: json.RawMessage(pr.config)}
 	if rep, ok := pr.stage.(Reporter); ok {
@@ -157,7 +158,7 @@ func (o *batchOutput) Emit(rec *conv.Record) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", rec.Key, err)
 	}
-	it := state.Item{Key: rec.Key, FP: o.fp, Data: data, OutHash: hashBytes(data)}
+	it := state.Item{Key: rec.Key, FP: o.fp, Data: data, OutHash: hashBytes(data), Chash: contentHash(rec)}
 	return o.put(rec, it)
 }
 
@@ -165,7 +166,7 @@ func (o *batchOutput) Keep(rec *conv.Record) error {
 	if rec.Key != o.in.cur.Key {
 		return fmt.Errorf("stage %s kept record %s outside of its input's Each", o.n.ID, rec.Key)
 	}
-	it := state.Item{Key: rec.Key, FP: o.fp, InHash: o.in.cur.Hash, OutHash: o.in.cur.Hash, Origin: o.in.cur.Origin}
+	it := state.Item{Key: rec.Key, FP: o.fp, InHash: o.in.cur.Hash, OutHash: o.in.cur.Hash, Origin: o.in.cur.Origin, Chash: o.in.cur.Chash}
 	return o.put(rec, it)
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -44,20 +45,25 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	if err := r.store.Reconcile(n.ID, upstream, pr.fp); err != nil {
 		return r.fail(n, err)
 	}
-	pending, err := r.store.CountPending(n.ID, upstream, pr.fp)
+	todo, err := r.store.CountPending(n.ID, upstream, pr.fp)
 	if err != nil {
 		return r.fail(n, err)
 	}
+	pending := todo.Records
 	if pending == 0 && prev != nil && prev.Status == "done" && prev.Fingerprint == pr.fp {
 		// Reconcile may have set outcomes aside (a lowered cap): refresh the digest.
 		if err := r.saveDone(ctx, pr, started, prev, "", state.Stats{}); err != nil {
 			return r.fail(n, err)
 		}
-		r.prog.begin(n, 0, 0)
+		r.prog.begin(n, 0, 0, 0)
 		r.prog.finish(n, "up to date")
 		return &Result{Node: n, Action: "up to date"}
 	}
-	r.prog.begin(n, total, total-pending)
+	kept, err := r.store.CountOutputs([]string{n.ID})
+	if err != nil {
+		return r.fail(n, err)
+	}
+	r.prog.begin(n, total, total-pending, kept)
 	// Mark the instance running, so status tells a killed run's committed
 	// work apart from work never started.
 	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Fingerprint: pr.fp, Status: "running", StartedAt: started}
@@ -70,6 +76,13 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	running.Stats.Config = json.RawMessage(pr.config)
 	if err := r.store.PutInstance(running); err != nil {
 		return r.fail(n, err)
+	}
+
+	reused := 0
+	if c, ok := st.(stages.Costly); ok && todo.Reusable > 0 && !r.opts.Force[n] {
+		if reused, err = r.reuseAll(ctx, pr, c, upstream); err != nil {
+			return r.fail(n, err)
+		}
 	}
 
 	// Workers finish what they started even after an interrupt: a record
@@ -112,7 +125,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 
 	processed, failed, commitErr := r.commitLoop(n, results)
 	err = <-feedErr
-	res := &Result{Node: n, Processed: processed, Failed: failed}
+	res := &Result{Node: n, Processed: processed + reused, Failed: failed, Reused: reused}
 	switch {
 	case commitErr != nil:
 		return r.fail(n, commitErr)
@@ -190,6 +203,11 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 		return outcome{item: it}
 	}
 	it.PromptTokens, it.CompletionTokens = tokens(rec)
+	if _, costly := st.(stages.Costly); costly {
+		if it.InChash = row.Chash; it.InChash == "" {
+			it.InChash = contentHash(rec) // a row stored before schema 5
+		}
+	}
 	out, err := st.Process(ctx, rec)
 	if err != nil {
 		if errors.Is(err, stages.ErrInterrupted) || (errors.Is(err, context.Canceled) && ctx.Err() != nil) {
@@ -203,17 +221,81 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 		return outcome{item: it}
 	}
 	if out.Record == nil {
-		it.OutHash, it.Origin = row.Hash, row.Origin
+		it.OutHash, it.Origin, it.Chash = row.Hash, row.Origin, row.Chash
 		return outcome{item: it}
 	}
 	out.Record.Key = row.Key
-	data, err := json.Marshal(out.Record)
+	return encodeOutcome(it, out.Record)
+}
+
+// reuseAll settles, before anything is dispatched, every pending record
+// whose content already has a done outcome under this fingerprint (moved,
+// renamed, reordered, in another dataset, or an option set back): the
+// earlier answer is stored with the record's current provenance and the
+// stage is told, so its budget counts it. It returns how many it reused.
+func (r *runner) reuseAll(ctx context.Context, pr *prepared, c stages.Costly, upstream []string) (int, error) {
+	n := pr.node
+	var batch []state.Item
+	var recs []*conv.Record
+	reused := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := r.store.Commit(n.ID, batch); err != nil {
+			return err
+		}
+		for i, it := range batch {
+			r.prog.add(n, it)
+			c.Reused(recs[i])
+		}
+		reused += len(batch)
+		batch, recs = batch[:0], recs[:0]
+		return nil
+	}
+	err := r.store.EachPending(ctx, n.ID, upstream, pr.fp, func(row state.Row) error {
+		if row.Chash == "" {
+			return nil
+		}
+		found, err := r.store.ReusableOutcome(ctx, pr.fp, row.Chash)
+		if err != nil || found == nil {
+			return err
+		}
+		rec, err := decodeRow(row)
+		if err != nil {
+			return nil // processing reports it
+		}
+		var prev conv.Record
+		if json.Unmarshal(found.Data, &prev) != nil {
+			return nil // an unreadable answer is asked for again
+		}
+		prev.Key, prev.Dataset, prev.Source = row.Key, rec.Dataset, rec.Source
+		o := encodeOutcome(state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash, InChash: row.Chash,
+			Status: int(stages.Done), Reused: true}, &prev)
+		if o.item.Status != int(stages.Done) {
+			return nil
+		}
+		batch, recs = append(batch, o.item), append(recs, &prev)
+		if len(batch) >= commitEvery {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return reused, err
+}
+
+// encodeOutcome stores rec as the item's own data.
+func encodeOutcome(it state.Item, rec *conv.Record) outcome {
+	data, err := json.Marshal(rec)
 	if err != nil {
 		it.Status, it.Reason = int(stages.Failed), "encode output: "+err.Error()
 		return outcome{item: it}
 	}
-	it.Data, it.OutHash = data, hashBytes(data)
-	it.PromptTokens, it.CompletionTokens = tokens(out.Record)
+	it.Data, it.OutHash, it.Chash = data, hashBytes(data), contentHash(rec)
+	it.PromptTokens, it.CompletionTokens = tokens(rec)
 	return outcome{item: it}
 }
 

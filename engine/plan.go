@@ -177,10 +177,11 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	case upstreamRuns:
 		s.Action = "will run if its input changes"
 	case s.Mapper:
-		pending, err := store.CountPending(n.ID, upstream, pr.fp)
+		left, err := store.CountPending(n.ID, upstream, pr.fp)
 		if err == nil {
 			err = d.readKept(store)
 		}
+		pending := left.Records
 		todo = pending
 		switch {
 		case err != nil:

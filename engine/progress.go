@@ -32,6 +32,10 @@ type nodeProgress struct {
 	state                          string
 	total, already                 int
 	done, dropped, skipped, failed int
+	// kept counts done outcomes kept from earlier runs; reused the done
+	// outcomes of this run found again rather than made (stages.Costly);
+	// duplicates the records a batch stage emitted twice, stored once.
+	kept, reused, duplicates int
 	promptTokens, completionTokens int64
 	started, finished, lastPrinted time.Time
 	note                           string
@@ -110,10 +114,10 @@ func (p *progress) watch(n *Node, x stages.Progressor) {
 	p.mu.Unlock()
 }
 
-func (p *progress) begin(n *Node, total, already int) {
+func (p *progress) begin(n *Node, total, already, kept int) {
 	p.mu.Lock()
 	s := p.st[n]
-	s.state, s.total, s.already, s.started = "running", total, already, time.Now()
+	s.state, s.total, s.already, s.kept, s.started = "running", total, already, kept, time.Now()
 	s.lastPrinted = s.started
 	p.mu.Unlock()
 	msg := n.ID + ": started"
@@ -134,6 +138,13 @@ func (p *progress) add(n *Node, it state.Item) {
 	switch stages.Status(it.Status) {
 	case stages.Done:
 		s.done++
+		if it.Reused {
+			s.reused++
+		}
+		// Only what is passed on counts: a filter's dropped records take
+		// their tokens with them.
+		s.promptTokens += int64(it.PromptTokens)
+		s.completionTokens += int64(it.CompletionTokens)
 	case stages.Dropped:
 		s.dropped++
 	case stages.Skipped:
@@ -145,8 +156,16 @@ func (p *progress) add(n *Node, it state.Item) {
 		}
 		s.errors[errorKind(it.Reason)]++
 	}
-	s.promptTokens += int64(it.PromptTokens)
-	s.completionTokens += int64(it.CompletionTokens)
+}
+
+// duplicates says that n of the records a batch stage emitted repeated an
+// earlier key and were stored once: they are not done twice.
+func (p *progress) duplicates(node *Node, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.st[node]
+	s.duplicates += n
+	s.done -= n
 }
 
 func (p *progress) finish(n *Node, note string) {
@@ -174,19 +193,22 @@ func (s *nodeProgress) handled() int { return s.done + s.dropped + s.skipped + s
 
 func (s *nodeProgress) summary() string {
 	parts := []string{fmt.Sprintf("%d done", s.done)}
-	if s.already > 0 {
-		parts[0] = fmt.Sprintf("%d done (+%d kept from before)", s.done, s.already)
+	if s.reused > 0 {
+		parts[0] += fmt.Sprintf(" (%d reused)", s.reused)
 	}
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{s.dropped, "dropped"}, {s.skipped, "skipped"}, {s.failed, "failed"}} {
+	}{{s.kept, "%d kept from before"}, {s.dropped, "%d dropped"}, {s.skipped, "%d skipped"}, {s.failed, "%d failed"}} {
 		if c.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+			parts = append(parts, fmt.Sprintf(c.what, c.n))
 		}
 	}
+	if s.duplicates > 0 {
+		parts = append(parts, Plural(s.duplicates, "duplicate"))
+	}
 	if s.completionTokens > 0 {
-		parts = append(parts, fmtCount(float64(s.completionTokens))+" completion tokens")
+		parts = append(parts, fmtTokens(s.completionTokens)+" completion tokens")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -366,6 +388,14 @@ func fmtCount(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+// fmtTokens shows a token count: exact below 10,000, then abbreviated.
+func fmtTokens(n int64) string {
+	if n < 1e4 {
+		return fmt.Sprint(n)
+	}
+	return fmtCount(float64(n))
 }
 
 func fmtDuration(d time.Duration) string {

@@ -41,7 +41,10 @@ type Result struct {
 	// Processed counts records handled in this run; Failed those that failed.
 	Processed int
 	Failed    int
-	Err       error
+	// Reused counts the processed records answered by an earlier outcome
+	// of the same content (stages.Costly) instead of being processed.
+	Reused int
+	Err    error
 }
 
 // ErrInterrupted is returned when a run stopped early on request.
@@ -218,6 +221,19 @@ func (r *runner) inputDigest(n *Node) (string, error) {
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
+}
+
+// contentHash hashes what a record says, not where it was read: the same
+// conversation moved to another file, line, working directory or dataset
+// hashes alike, so its costly outcomes are found again.
+func contentHash(rec *conv.Record) string {
+	c := *rec
+	c.Key, c.Dataset, c.Source = "", "", conv.Source{}
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return ""
+	}
+	return hashBytes(data)
 }
 
 func decodeRow(row state.Row) (*conv.Record, error) {

@@ -161,7 +161,11 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	if s.State == "" {
 		s.State = filepath.Join(".eaglet", top.Name+".db")
 	}
-	s.State = s.Resolve(s.State)
+	if !filepath.IsAbs(s.State) {
+		// Kept relative to where eaglet runs, as the user reads it in
+		// messages; the store holds no path, so nothing depends on it.
+		s.State = filepath.Join(filepath.Dir(s.Path), s.State)
+	}
 
 	s.Vars = decodeVars(top.Vars, errs)
 	s.vars = varsValue(s.Vars)
@@ -371,7 +375,13 @@ func (s *Spec) Resolve(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(filepath.Dir(s.Path), p)
+	// Absolute, so that what is stored about a file (a merge's output, a
+	// loader's fingerprint) means the same file from any working directory.
+	dir, err := filepath.Abs(filepath.Dir(s.Path))
+	if err != nil {
+		dir = filepath.Dir(s.Path)
+	}
+	return filepath.Join(dir, p)
 }
 
 // Decode decodes a stage's or endpoint's options node into dst (a pointer to

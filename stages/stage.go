@@ -89,6 +89,23 @@ type Prioritizer interface {
 	Priority(rec *conv.Record) float64
 }
 
+// Costly is implemented by Mappers whose work costs money or time (a call
+// to an inference server). The engine never does such work twice for the
+// same content: before processing a record it looks for a done outcome made
+// under the same fingerprint from an input with the same content (moved,
+// renamed or reordered; in another dataset; or superseded by an option that
+// was since set back) and reuses it, and plan counts that work apart.
+// Reuse only replaces the outcome's provenance (key, dataset, source), so a
+// Costly stage's output must depend on its input's content alone. Reusable
+// records are settled before any is dispatched, so a budget starts knowing
+// what they hold.
+type Costly interface {
+	// Reused is told, once committed, of an outcome the engine reused
+	// instead of calling Process, so budgets count what it holds. It must
+	// be safe for concurrent use.
+	Reused(out *conv.Record)
+}
+
 // Progressor is implemented by stages with figures of their own to show
 // while they run ("budget 412k/1M tokens, $0.83 so far"); called from the
 // progress reporter, so it must be cheap and safe for concurrent use.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,6 +30,14 @@ type Item struct {
 	Ord              uint64
 	PromptTokens     int
 	CompletionTokens int
+	// Chash hashes the output record's content without its provenance.
+	Chash string
+	// InChash is the content hash of the input a costly outcome was made
+	// from; set only for stages whose outcomes are reused (generate).
+	InChash string
+	// Reused is set when the outcome was not made again but found under
+	// the same fingerprint and input content (ReusableOutcome).
+	Reused bool
 }
 
 // Row is a record read from an instance's live output.
@@ -37,6 +46,8 @@ type Row struct {
 	Hash   string
 	Origin string
 	Data   []byte
+	// Chash hashes the record's content without its provenance.
+	Chash string
 }
 
 const pageSize = 2000
@@ -55,7 +66,7 @@ func args(first []any, ids []string, rest ...any) []any {
 
 // resolved selects a row's own data or that of its origin.
 const (
-	resolvedCols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), COALESCE(u.data, d.data)`
+	resolvedCols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), COALESCE(u.data, d.data), u.chash`
 	resolvedFrom = ` FROM items u LEFT JOIN items d ON u.data IS NULL AND d.instance = u.origin AND d.key = u.key`
 	resolved     = resolvedCols + resolvedFrom
 )
@@ -97,7 +108,7 @@ func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []
 		var batch []Row
 		for rows.Next() {
 			var r Row
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data); err != nil {
+			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash); err != nil {
 				rows.Close()
 				return err
 			}
@@ -139,7 +150,7 @@ func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error
 		for rows.Next() {
 			var r Row
 			var ord int64
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &ord); err != nil {
+			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash, &ord); err != nil {
 				rows.Close()
 				return err
 			}
@@ -204,14 +215,16 @@ func (s *Store) Reconcile(inst string, upstream []string, fp string) error {
 // With firstWins, a row already live (written earlier in the same batch) is
 // kept: a batch stage that emits a key twice stores it once.
 func upsertSQL(n int, firstWins bool) string {
-	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
-	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated)
+	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated,
+	chash, in_chash, reused)
 	VALUES ` + rows + `
 	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
 	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
 	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
-	attempts = attempts + 1, updated = excluded.updated` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
+	attempts = attempts + 1, updated = excluded.updated, chash = excluded.chash, in_chash = excluded.in_chash,
+	reused = excluded.reused` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
 }
 
 const chunk = 128
@@ -224,10 +237,73 @@ func (s *Store) Commit(inst string, items []Item) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := keepSuperseded(tx, inst, items); err != nil {
+		return err
+	}
 	if err := putItems(tx, inst, items, false); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// keepSuperseded copies into the cache the answers that items are about to
+// replace with an answer under another fingerprint or to another input, so
+// that setting an option back (temperature 0.9 -> 0.8 -> 0.9) finds them.
+// Only costly outcomes (InChash set) are kept.
+func keepSuperseded(tx *sql.Tx, inst string, items []Item) error {
+	for len(items) > 0 {
+		n := min(len(items), chunk)
+		var vals []any
+		var rows []string
+		for _, it := range items[:n] {
+			if it.InChash == "" {
+				continue
+			}
+			rows = append(rows, "(?, ?, ?)")
+			vals = append(vals, it.Key, it.FP, it.InChash)
+		}
+		items = items[n:]
+		if len(rows) == 0 {
+			continue
+		}
+		q := `INSERT OR IGNORE INTO cache (fp, in_chash, data, ptok, ctok, created)
+			SELECT i.fp, i.in_chash, i.data, i.ptok, i.ctok, i.updated FROM items i
+			JOIN (VALUES ` + strings.Join(rows, ",") + `) v ON i.key = v.column1
+			WHERE i.instance = ? AND i.status = 0 AND i.in_chash != '' AND i.data IS NOT NULL AND i.fp != ''
+			AND (i.fp != v.column2 OR i.in_chash != v.column3)`
+		if _, err := tx.Exec(q, append(vals, inst)...); err != nil {
+			return fmt.Errorf("commit %s: keep superseded answers: %w", inst, err)
+		}
+	}
+	return nil
+}
+
+// Reusable is an earlier outcome found for an input's content.
+type Reusable struct {
+	Data             []byte
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// ReusableOutcome looks for a done outcome made under fingerprint fp from
+// an input with content hash inChash: in any instance (the same prompt in a
+// renamed or another dataset) or among superseded answers in the cache.
+func (s *Store) ReusableOutcome(ctx context.Context, fp, inChash string) (*Reusable, error) {
+	if inChash == "" || fp == "" {
+		return nil, nil
+	}
+	var r Reusable
+	err := s.r.QueryRowContext(ctx, `SELECT data, ptok, ctok FROM items WHERE in_chash = ? AND fp = ? AND status = 0
+		AND data IS NOT NULL
+		UNION ALL SELECT data, ptok, ctok FROM cache WHERE in_chash = ? AND fp = ? LIMIT 1`,
+		inChash, fp, inChash, fp).Scan(&r.Data, &r.PromptTokens, &r.CompletionTokens)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up an earlier answer: %w", err)
+	}
+	return &r, nil
 }
 
 func putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
@@ -238,13 +314,13 @@ func putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
 			full.Close()
 		}
 	}()
-	vals := make([]any, 0, chunk*13)
+	vals := make([]any, 0, chunk*16)
 	for len(items) > 0 {
 		n := min(len(items), chunk)
 		vals = vals[:0]
 		for _, it := range items[:n] {
 			vals = append(vals, inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
-				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now)
+				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused)
 		}
 		var err error
 		if n == chunk {
@@ -420,17 +496,30 @@ func (s *Store) Invalidate(inst string) error {
 	return err
 }
 
-// CountPending counts what EachPending would visit.
-func (s *Store) CountPending(inst string, upstream []string, fp string) (int, error) {
+// Pending is what an item stage has left to do.
+type Pending struct {
+	// Records counts the input records EachPending would visit.
+	Records int
+	// Reusable counts those of them whose content already has a done
+	// outcome under the same fingerprint (ReusableOutcome finds it).
+	Reusable int
+}
+
+// CountPending counts what EachPending would visit and, of that, what an
+// earlier outcome under fp can answer.
+func (s *Store) CountPending(inst string, upstream []string, fp string) (Pending, error) {
+	var p Pending
 	if len(upstream) == 0 {
-		return 0, nil
+		return p, nil
 	}
-	var n int
-	err := s.r.QueryRow(`SELECT COUNT(DISTINCT u.key) FROM items u LEFT JOIN items o ON o.instance = ? AND o.key = u.key
+	err := s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(u.chash != '' AND (
+			EXISTS (SELECT 1 FROM items c WHERE c.in_chash = u.chash AND c.fp = ? AND c.status = 0 AND c.data IS NOT NULL)
+			OR EXISTS (SELECT 1 FROM cache c WHERE c.in_chash = u.chash AND c.fp = ?))), 0)
+		FROM (SELECT u.key, MIN(u.chash) AS chash FROM items u LEFT JOIN items o ON o.instance = ? AND o.key = u.key
 		WHERE u.instance IN (`+placeholders(len(upstream))+`) AND u.live = 1 AND u.status = 0
-		AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2)`,
-		args([]any{inst}, upstream, fp)...).Scan(&n)
-	return n, err
+		AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2) GROUP BY u.key) u`,
+		args([]any{fp, fp, inst}, upstream, fp)...).Scan(&p.Records, &p.Reusable)
+	return p, err
 }
 
 // EachByKey calls fn for the live, done records of the given instances
@@ -452,7 +541,7 @@ func (s *Store) EachByKey(ctx context.Context, instances, keys []string, fn func
 	defer rows.Close()
 	for rows.Next() {
 		var r Row
-		if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data); err != nil {
+		if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash); err != nil {
 			return err
 		}
 		if err := fn(r); err != nil {

@@ -83,6 +83,24 @@ var migrations = []string{
 	DROP TABLE items;
 	ALTER TABLE items_v4 RENAME TO items;
 	CREATE INDEX items_ord ON items (instance, ord, key) WHERE ord != 0;`,
+	// Identity by content: chash hashes a row's record without its
+	// provenance (file, line, dataset), in_chash the input a costly outcome
+	// (a generation) was made from, so the same prompt moved, renamed or
+	// reordered finds its answer again. cache keeps answers that a changed
+	// option superseded, so setting the option back costs nothing.
+	`ALTER TABLE items ADD COLUMN chash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE items ADD COLUMN in_chash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE items ADD COLUMN reused INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX items_reuse ON items (in_chash, fp) WHERE in_chash != '';
+	CREATE TABLE cache (
+		fp       TEXT NOT NULL,
+		in_chash TEXT NOT NULL,
+		data     BLOB NOT NULL,
+		ptok     INTEGER NOT NULL DEFAULT 0,
+		ctok     INTEGER NOT NULL DEFAULT 0,
+		created  INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (fp, in_chash)
+	);`,
 }
 
 // SchemaVersion is the schema this binary writes.

@@ -104,18 +104,18 @@ func TestStore_PendingAndReconcile(t *testing.T) {
 	if err := s.Commit("up", up); err != nil {
 		t.Fatal(err)
 	}
-	n, _ := s.CountPending("down", []string{"up"}, "fp1")
-	if n != 2 {
+	p, _ := s.CountPending("down", []string{"up"}, "fp1")
+	if n := p.Records; n != 2 {
 		t.Fatalf("pending before any work = %d; want 2", n)
 	}
 	if err := s.Commit("down", []Item{{Key: "a", FP: "fp1", InHash: "ha", OutHash: "x", Data: []byte(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.CountPending("down", []string{"up"}, "fp1"); n != 1 {
-		t.Errorf("pending after one outcome = %d; want 1", n)
+	if p, _ := s.CountPending("down", []string{"up"}, "fp1"); p.Records != 1 {
+		t.Errorf("pending after one outcome = %d; want 1", p.Records)
 	}
-	if n, _ := s.CountPending("down", []string{"up"}, "fp2"); n != 2 {
-		t.Errorf("pending under a new fingerprint = %d; want 2", n)
+	if p, _ := s.CountPending("down", []string{"up"}, "fp2"); p.Records != 2 {
+		t.Errorf("pending under a new fingerprint = %d; want 2", p.Records)
 	}
 	// Input "a" leaves: its outcome is set aside, then comes back to life.
 	if err := s.Commit("up", []Item{{Key: "a", Status: 1}}); err != nil {

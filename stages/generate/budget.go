@@ -109,6 +109,21 @@ func (b *budget) ensurePrior() error {
 	return nil
 }
 
+// reused counts an answer that cost nothing now but fills the budget as if
+// it had been generated. Before the prior is loaded there is nothing to do:
+// the answer is committed, so the prior includes it.
+func (b *budget) reused(promptTokens, completionTokens int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.loaded {
+		return
+	}
+	for _, l := range b.limits {
+		l.spent += l.cost(promptTokens, float64(completionTokens), 1)
+	}
+	b.changed.Broadcast()
+}
+
 // cost of n requests with these totals.
 func (l *limit) cost(prompt int, completion float64, n int64) float64 {
 	if l.name == "samples" {

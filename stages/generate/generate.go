@@ -178,6 +178,7 @@ var (
 	_ stages.Progressor    = (*Generate)(nil)
 	_ stages.Prioritizer   = (*Generate)(nil)
 	_ stages.Fingerprinter = (*Generate)(nil)
+	_ stages.Costly        = (*Generate)(nil)
 	_ stages.Estimator     = (*Generate)(nil)
 )
 
@@ -290,6 +291,16 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 	}
 	g.budget = v.(*budget)
 	return nil
+}
+
+// Reused counts an answer the engine found again (same prompt content and
+// options) against the budget, as if generated now.
+func (g *Generate) Reused(out *conv.Record) {
+	if g.budget == nil || out.Generation == nil {
+		return
+	}
+	gen := out.Generation
+	g.budget.reused(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
 }
 
 // DefaultConcurrency is the endpoint's concurrency.

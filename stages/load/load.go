@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -92,7 +93,13 @@ func (l *Load) Fingerprint() (string, error) {
 		mapping = append(mapping, k+"="+v)
 	}
 	sort.Strings(mapping)
-	return fmt.Sprintf("%s|%d|%d|%s|%s|%s", l.redact(l.path), fi.Size(), fi.ModTime().UnixNano(), l.ds.Format, l.ds.OnError, strings.Join(mapping, ",")), nil
+	// The absolute path: the same file reached from another working
+	// directory is the same input.
+	abs, err := filepath.Abs(l.path)
+	if err != nil {
+		return "", fmt.Errorf("dataset %s: %w", l.ds.Name, err)
+	}
+	return fmt.Sprintf("%s|%d|%d|%s|%s|%s", l.redact(abs), fi.Size(), fi.ModTime().UnixNano(), l.ds.Format, l.ds.OnError, strings.Join(mapping, ",")), nil
 }
 
 // Run reads the file. A record met twice is stored once: the engine keeps
@@ -119,7 +126,10 @@ func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error
 			return fmt.Errorf("dataset %s: %w", l.ds.Name, err)
 		}
 		rec.Dataset = l.ds.Name
-		rec.Source.File = l.redact(rec.Source.File)
+		// The source as the spec names it (relative to the spec file), not
+		// as this process reached it: running from another directory must
+		// not change what a record says.
+		rec.Source.File = l.redact(l.ds.Source)
 		if err := out.Emit(rec); err != nil {
 			return err
 		}
