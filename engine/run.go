@@ -31,6 +31,10 @@ type RunOptions struct {
 	Live bool
 	// ProgressEvery is how often progress is reported (default 10s, 1s live).
 	ProgressEvery time.Duration
+	// AllowPartial lets a stage that writes a file run although records
+	// upstream failed; by default it waits, so a server outage never
+	// replaces a good training file with a smaller one.
+	AllowPartial bool
 }
 
 // Result is what happened to one instance in a run.
@@ -97,11 +101,18 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 			}
 			// Name every unfinished input: the reader fixes them all at once.
 			blocked := strings.Join(blockedBy, ", ")
+			var partial string
+			if blocked == "" && !opts.AllowPartial {
+				partial = r.partialInputs(n)
+			}
 			var res *Result
 			switch {
 			case blocked != "":
 				res = &Result{Node: n, Action: "blocked", Err: fmt.Errorf("%s did not finish", blocked)}
 				prog.finish(n, "blocked: "+blocked+" did not finish")
+			case partial != "":
+				res = &Result{Node: n, Action: "blocked", Err: fmt.Errorf("not written: %s", partial)}
+				prog.finish(n, "not written: "+partial)
 			case ctx.Err() != nil:
 				res = &Result{Node: n, Action: "interrupted"}
 				prog.finish(n, "not started: interrupted")
@@ -136,6 +147,35 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 		return out, ErrInterrupted
 	}
 	return out, nil
+}
+
+// partialInputs names, for a stage that writes a file, the instances it
+// depends on (at any distance) whose records failed: writing now would
+// replace the file with one missing them. It says what to do, or is empty.
+func (r *runner) partialInputs(n *Node) string {
+	if _, writes := n.Stage.Options.(stages.FileWriter); !writes {
+		return ""
+	}
+	var parts []string
+	for _, up := range r.p.Ancestors(n.Needs) {
+		counts, err := r.store.Counts(up.ID)
+		if err != nil {
+			return fmt.Sprintf("cannot read %s: %v", up.ID, err)
+		}
+		failed := 0
+		for _, c := range counts {
+			if c.Status == int(stages.Failed) {
+				failed += c.N
+			}
+		}
+		if failed > 0 {
+			parts = append(parts, fmt.Sprintf("%s has %s", up.ID, Plural(failed, "failed record")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ") + "; run again to retry them, or pass --allow-partial to write what there is"
 }
 
 type runner struct {

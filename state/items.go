@@ -415,11 +415,13 @@ type Count struct {
 	N                int
 	PromptTokens     int64
 	CompletionTokens int64
+	// Reused counts the records among N answered by an earlier outcome.
+	Reused int
 }
 
 // Counts tallies an instance's live records by status and reason.
 func (s *Store) Counts(inst string) ([]Count, error) {
-	rows, err := s.r.Query(`SELECT status, reason, COUNT(*), SUM(ptok), SUM(ctok) FROM items
+	rows, err := s.r.Query(`SELECT status, reason, COUNT(*), SUM(ptok), SUM(ctok), SUM(reused) FROM items
 		WHERE instance = ? AND live = 1 GROUP BY status, reason ORDER BY status, reason`, inst)
 	if err != nil {
 		return nil, err
@@ -428,7 +430,7 @@ func (s *Store) Counts(inst string) ([]Count, error) {
 	var out []Count
 	for rows.Next() {
 		var c Count
-		if err := rows.Scan(&c.Status, &c.Reason, &c.N, &c.PromptTokens, &c.CompletionTokens); err != nil {
+		if err := rows.Scan(&c.Status, &c.Reason, &c.N, &c.PromptTokens, &c.CompletionTokens, &c.Reused); err != nil {
 			return nil, err
 		}
 		out = append(out, c)

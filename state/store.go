@@ -220,6 +220,24 @@ func (s *Store) Lock() error {
 	return nil
 }
 
+// Holder reports the pid of the eaglet run holding the store at path, or 0
+// when no run holds it, without taking the lock for longer than a check.
+func Holder(path string) int {
+	f, err := os.Open(path + ".lock")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return 0
+	}
+	buf := make([]byte, 32)
+	n, _ := f.ReadAt(buf, 0)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	return max(pid, 1)
+}
+
 // Close releases the lock and closes the database.
 func (s *Store) Close() error {
 	if s.lock != nil {

@@ -52,7 +52,7 @@ func runReset(_ context.Context, env *cmdEnv, args []string) error {
 	}
 	for _, id := range ids {
 		st := instanceStatus{Instance: id}
-		if err := fillStatus(store, &st); err != nil {
+		if err := fillStatus(store, &st, false); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "%s %s (%d done, %s completion tokens)\n", verb, id, st.Done, count(st.CompletionTokens))

@@ -15,12 +15,13 @@ func init() {
 }
 
 func runRun(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "run", "[--stage NAME [--dataset NAME] [--force]] [--progress auto|live|lines] SPEC",
+	fs := newFlags(env, "run", "[--stage NAME [--dataset NAME] [--force]] [--allow-partial] [--progress auto|live|lines] SPEC",
 		"Runs every stage instance that is not up to date. Kill it at any time: the next run\ncontinues from the last commit. Ctrl-C stops dispatching, commits what finished and exits 130.")
 	stage := fs.String("stage", "", "run only this stage (and what it needs)")
 	dataset := fs.String("dataset", "", "with --stage: only this dataset's instance")
 	force := fs.Bool("force", false, "with --stage: redo the stage even if up to date; what depends on it reruns if its output changed")
 	progress := fs.String("progress", "auto", "auto, live (redrawn table) or lines (timestamped lines)")
+	allowPartial := fs.Bool("allow-partial", false, "write output files even when records upstream failed (by default the previous file is kept)")
 	p, err := specFromArgs(env, fs, args)
 	if err != nil {
 		return err
@@ -28,7 +29,8 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	if (*dataset != "" || *force) && *stage == "" {
 		return &exitError{code: exitUsage, err: errors.New("--dataset and --force need --stage")}
 	}
-	opts := engine.RunOptions{Log: env.stderr, Live: *progress == "live" || (*progress == "auto" && isTerminal(env.stderr))}
+	opts := engine.RunOptions{Log: env.stderr, Live: *progress == "live" || (*progress == "auto" && isTerminal(env.stderr)),
+		AllowPartial: *allowPartial}
 	if *stage != "" {
 		sel, err := p.Select(*stage, *dataset, *force)
 		if err != nil {

@@ -39,6 +39,9 @@ type instanceStatus struct {
 	Detected         string         `json:"detected,omitempty"`
 	Output           string         `json:"output,omitempty"`
 	Error            string         `json:"error,omitempty"`
+	// Reused counts done records answered from an earlier answer to the
+	// same content instead of a new request.
+	Reused int `json:"reused,omitempty"`
 }
 
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
@@ -56,10 +59,13 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "instances": rows})
+		return enc.Encode(map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "running_pid": state.Holder(p.Spec.State), "instances": rows})
 	}
 	if store == nil {
 		fmt.Fprintf(env.stdout, "%s has not run yet (no state at %s)\n", p.Spec.Name, p.Spec.State)
+	}
+	if pid := state.Holder(p.Spec.State); pid != 0 {
+		fmt.Fprintf(env.stdout, "a run is in progress (pid %d); figures are what it has committed so far\n", pid)
 	}
 	printStatus(env.stdout, p, rows)
 	return nil
@@ -68,13 +74,14 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 // collectStatus reads every instance's figures from the store (nil: not run).
 func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, error) {
 	var rows []instanceStatus
+	live := state.Holder(p.Spec.State) != 0
 	for _, n := range p.Nodes {
 		st := instanceStatus{Instance: n.ID, Stage: n.Stage.Spec.Name, State: "not run"}
 		if n.Dataset != nil {
 			st.Dataset = n.Dataset.Name
 		}
 		if store != nil {
-			if err := fillStatus(store, &st); err != nil {
+			if err := fillStatus(store, &st, live); err != nil {
 				return nil, err
 			}
 		}
@@ -89,12 +96,17 @@ func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, er
 		rows = append(rows, st)
 	}
 	// An instance whose input is still being made is not final, whatever
-	// it finished last time.
+	// it finished last time; one that never ran on an unfinished input
+	// (a merge that would not write over failed records) is waiting.
 	state := map[string]string{}
 	for i, n := range p.Nodes {
 		for _, up := range n.Needs {
-			if s := state[up.ID]; s != "done" && s != "" && rows[i].State == "done" {
+			s := state[up.ID]
+			switch {
+			case s != "done" && s != "" && rows[i].State == "done":
 				rows[i].State = "stale"
+			case s != "done" && s != "" && s != "not run" && rows[i].State == "not run":
+				rows[i].State = "waiting"
 			}
 		}
 		state[n.ID] = rows[i].State
@@ -122,6 +134,9 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		var notes []string
 		if r.Detected != "" {
 			notes = append(notes, "read as "+r.Detected)
+		}
+		if r.Reused > 0 {
+			notes = append(notes, fmt.Sprintf("%d of the done records reuse an earlier answer to the same prompt (no request)", r.Reused))
 		}
 		notes = append(notes, reasonList("bad rows skipped", r.BadRows)...)
 		notes = append(notes, reasonList("", r.Reasons)...)
@@ -154,13 +169,15 @@ func reasonList(prefix string, m map[string]int) []string {
 	return out
 }
 
-func fillStatus(store *state.Store, st *instanceStatus) error {
+// fillStatus reads one instance's row and counts; live says a run holds
+// the store now, so a "running" instance is running rather than killed.
+func fillStatus(store *state.Store, st *instanceStatus, live bool) error {
 	in, err := store.GetInstance(st.Instance)
 	if err != nil || in == nil {
 		return err
 	}
 	st.State, st.Seconds, st.Detected, st.Output, st.Error = in.Status, in.Seconds, in.Stats.Detected, in.Stats.Output, in.Error
-	if in.Status == "running" {
+	if in.Status == "running" && !live {
 		st.State = "incomplete"
 	}
 	counts, err := store.Counts(st.Instance)
@@ -172,6 +189,7 @@ func fillStatus(store *state.Store, st *instanceStatus) error {
 		switch stages.Status(c.Status) {
 		case stages.Done:
 			st.Done += c.N
+			st.Reused += c.Reused
 			st.PromptTokens += c.PromptTokens
 			st.CompletionTokens += c.CompletionTokens
 			continue

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bufio"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+)
+
+// countingServer is the sim server behind a counter of generation
+// requests, as a request-counting proxy in front of a real server would be.
+type countingServer struct {
+	URL  string
+	n    atomic.Int64
+	down atomic.Bool
+}
+
+func newCountingServer(t *testing.T) *countingServer {
+	t.Helper()
+	s, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &countingServer{}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.down.Load() {
+			http.Error(w, "upstream unavailable", http.StatusBadGateway)
+			return
+		}
+		if r.Method == http.MethodPost {
+			c.n.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	c.URL = hs.URL
+	return c
+}
+
+// take returns the requests counted since the last call.
+func (c *countingServer) take() int { return int(c.n.Swap(0)) }
+
+// identitySpec is a researcher's spec: datasets, an OpenAI-compatible
+// endpoint, generate, filter and merge, with the sampling temperature and
+// the datasets block as the parts edited between runs.
+func identitySpec(url, datasets, temperature string) string {
+	return `version: 1
+name: identity
+state: runs/state.db
+datasets:
+` + datasets + `
+endpoints:
+  target:
+    api: openai
+    urls: ["` + url + `/v1"]
+    model: sim
+    concurrency: 8
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - name: generate
+    uses: generate
+    needs: [load]
+    foreach: datasets
+    with: {endpoint: target, max_tokens: 256, retries: 0, timeout: 1s, temperature: ` + temperature + `}
+  - {name: filter, uses: filter, needs: [generate], foreach: datasets, with: {keep: "completion_tokens > 0"}}
+  - {name: merge, uses: merge, needs: [filter], with: {out: runs/train.jsonl, shuffle_seed: 7}}
+`
+}
+
+// TestIdentity_NeverPayTwice edits a spec the way researchers do between
+// runs and counts the requests the server receives: only a change in what
+// the target is asked costs requests; an option set back costs none.
+func TestIdentity_NeverPayTwice(t *testing.T) {
+	srv := newCountingServer(t)
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../specs/examples/data/chat.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:30]
+	writeData := func(name string, lines []string) {
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := strings.Join(lines, "")
+		if !strings.HasSuffix(body, "\n") {
+			body += "\n"
+		}
+		if err := os.WriteFile(filepath.Join(dir, "data", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeData("chat.jsonl", lines)
+	spec := filepath.Join(dir, "spec.yaml")
+	one := "  chat: {source: data/chat.jsonl, format: messages}"
+	edit := func(datasets, temperature string) {
+		if err := os.WriteFile(spec, []byte(identitySpec(srv.URL, datasets, temperature)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := eaglet(append([]string{"run", "--progress", "lines"}, args...)...)
+		if code != 0 {
+			t.Fatalf("run %v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		return out + errOut
+	}
+	trainLines := func() int {
+		f, err := os.Open(filepath.Join(dir, "runs", "train.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		n := 0
+		for sc := bufio.NewScanner(f); sc.Scan(); {
+			n++
+		}
+		return n
+	}
+
+	edit(one, "0.7")
+	run(spec)
+	if got := srv.take(); got != 30 {
+		t.Fatalf("first run sent %d requests; want 30", got)
+	}
+	steps := []struct {
+		name     string
+		change   func()
+		args     func() []string
+		requests int
+		output   string
+	}{
+		{"run again", func() {}, nil, 0, "everything is up to date"},
+		{"run from another working directory", func() { t.Chdir(filepath.Join(dir, "data")) },
+			func() []string { return []string{"../spec.yaml"} }, 0, ""},
+		{"rename the source", func() {
+			os.Rename(filepath.Join(dir, "data", "chat.jsonl"), filepath.Join(dir, "data", "renamed.jsonl"))
+			edit("  chat: {source: data/renamed.jsonl, format: messages}", "0.7")
+		}, nil, 0, "30 done (30 reused)"},
+		{"reorder its lines", func() {
+			rev := make([]string, len(lines))
+			for i, l := range lines {
+				rev[len(lines)-1-i] = l
+			}
+			writeData("renamed.jsonl", rev)
+		}, nil, 0, ""},
+		{"rename the dataset", func() { edit("  talk: {source: data/renamed.jsonl, format: messages}", "0.7") }, nil, 0, ""},
+		{"add a copy of the dataset", func() {
+			writeData("copy.jsonl", lines)
+			edit("  talk: {source: data/renamed.jsonl, format: messages}\n  copy: {source: data/copy.jsonl, format: messages}", "0.7")
+		}, nil, 0, ""},
+		{"change the temperature", func() { edit("  talk: {source: data/renamed.jsonl, format: messages}", "0.9") }, nil, 30, ""},
+		{"set it back", func() { edit("  talk: {source: data/renamed.jsonl, format: messages}", "0.7") }, nil, 0, "30 done (30 reused)"},
+		{"and forth again", func() { edit("  talk: {source: data/renamed.jsonl, format: messages}", "0.9") }, nil, 0, ""},
+		{"one new prompt", func() {
+			writeData("renamed.jsonl", append(append([]string{}, lines...), `{"messages": [{"role": "user", "content": "A prompt never asked before."}]}`+"\n"))
+		}, nil, 1, ""},
+	}
+	for _, s := range steps {
+		s.change()
+		args := []string{spec}
+		if s.args != nil {
+			args = s.args()
+		}
+		out := run(args...)
+		if got := srv.take(); got != s.requests {
+			t.Fatalf("%s: the server received %d requests; want %d\n%s", s.name, got, s.requests, out)
+		}
+		if !strings.Contains(out, s.output) {
+			t.Fatalf("%s: output lacks %q:\n%s", s.name, s.output, out)
+		}
+	}
+	if got := trainLines(); got != 31 {
+		t.Errorf("train.jsonl has %d lines; want 31", got)
+	}
+}
+
+// TestIdentity_FailedRunKeepsGoodFile: with the server down, an edit that
+// regenerates everything fails every record; the training file written by
+// the last good run stays as it was, and --allow-partial writes what there is.
+func TestIdentity_FailedRunKeepsGoodFile(t *testing.T) {
+	srv := newCountingServer(t)
+	dir := t.TempDir()
+	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
+	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:20]
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "chat.jsonl"), []byte(strings.Join(lines, "")+"\n"), 0o644)
+	spec := filepath.Join(dir, "spec.yaml")
+	ds := "  chat: {source: data/chat.jsonl, format: messages}"
+	os.WriteFile(spec, []byte(identitySpec(srv.URL, ds, "0.7")), 0o644)
+	if code, out, errOut := eaglet("run", spec); code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", code, out, errOut)
+	}
+	train := filepath.Join(dir, "runs", "train.jsonl")
+	good, err := os.ReadFile(train)
+	if err != nil || len(good) == 0 {
+		t.Fatalf("no training file after the first run: %v", err)
+	}
+
+	srv.down.Store(true)
+	os.WriteFile(spec, []byte(identitySpec(srv.URL, ds, "0.9")), 0o644)
+	code, out, errOut := eaglet("run", "--progress", "lines", spec)
+	if code != exitFailure {
+		t.Fatalf("run with the server down: exit %d; want %d\n%s%s", code, exitFailure, out, errOut)
+	}
+	if !strings.Contains(errOut, "merge: not written: generate[chat] has 20 failed records") {
+		t.Errorf("the log does not say why merge did not write:\n%s", errOut)
+	}
+	if now, _ := os.ReadFile(train); string(now) != string(good) {
+		t.Fatalf("train.jsonl changed after a failed run: %d bytes, was %d", len(now), len(good))
+	}
+	// Asked for explicitly, the partial output is written.
+	if code, _, _ := eaglet("run", "--allow-partial", spec); code != exitFailure {
+		t.Fatalf("run --allow-partial with the server down: exit %d; want %d", code, exitFailure)
+	}
+	if now, _ := os.ReadFile(train); len(now) != 0 {
+		t.Errorf("run --allow-partial left %d bytes; want the empty partial output", len(now))
+	}
+}
