@@ -35,7 +35,7 @@ type nodeProgress struct {
 	// kept counts done outcomes kept from earlier runs; reused the done
 	// outcomes of this run found again rather than made (stages.Costly);
 	// duplicates the records a batch stage emitted twice, stored once.
-	kept, reused, duplicates int
+	kept, reused, duplicates       int
 	promptTokens, completionTokens int64
 	started, finished, lastPrinted time.Time
 	note                           string
