@@ -24,10 +24,11 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	if err != nil {
 		return r.fail(n, err)
 	}
-	if !r.opts.Force[n] && batchUpToDate(prev, pr.fp, digest) {
+	why := batchWhy(prev, pr, r.opts.Force[n], digest)
+	if why == "up to date" {
 		r.prog.begin(n, 0, 0, 0)
 		r.prog.finish(n, "up to date")
-		return &Result{Node: n, Action: "up to date"}
+		return &Result{Node: n, Action: "up to date", Why: why}
 	}
 	r.prog.begin(n, total, 0, 0)
 	bw, err := r.store.BeginBatch(n.ID)
@@ -64,7 +65,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	if err := bw.Commit(r.store, running); err != nil {
 		return r.fail(n, err)
 	}
-	if fin, ok := pr.stage.(stages.Finisher); ok {
+	if fin, ok := pr.stage.(stages.Finisher); ok && !r.opts.Dry {
 		if err := fin.Finish(ctx, &orderedInput{store: r.store, id: n.ID, count: out.count}); err != nil {
 			return r.fail(n, err)
 		}
@@ -76,7 +77,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		return r.fail(n, err)
 	}
 	r.prog.finish(n, "")
-	return &Result{Node: n, Action: "ran", Processed: out.count}
+	return &Result{Node: n, Action: "ran", Processed: out.count, Why: why}
 }
 
 // Reporter is implemented by stages with stats beyond their records: what a

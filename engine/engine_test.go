@@ -166,7 +166,8 @@ func TestPlan_SaysWhatChanged(t *testing.T) {
 	want := map[string]string{
 		"load[chat]":     "up to date",
 		"cap[chat]":      "will rerun: max_samples 50 -> 80",
-		"generate[chat]": "will run after its input: about 30 new records",
+		// The cap is worked out, not guessed: exactly 30 records are new.
+		"generate[chat]": "will run: 30 of 80 records to do",
 	}
 	for id, w := range want {
 		if actions[id] != w {

@@ -50,6 +50,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return r.fail(n, err)
 	}
 	pending := todo.Records
+	why := mapperWhy(prev, pr, r.opts.Force[n], pending, total)
 	if pending == 0 && prev != nil && prev.Status == "done" && prev.Fingerprint == pr.fp {
 		// Reconcile may have set outcomes aside (a lowered cap): refresh the digest.
 		if err := r.saveDone(ctx, pr, started, prev, "", state.Stats{}); err != nil {
@@ -57,7 +58,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		}
 		r.prog.begin(n, 0, 0, 0)
 		r.prog.finish(n, "up to date")
-		return &Result{Node: n, Action: "up to date"}
+		return &Result{Node: n, Action: "up to date", Why: "up to date"}
 	}
 	kept, err := r.store.CountOutputs([]string{n.ID})
 	if err != nil {
@@ -79,10 +80,16 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	}
 
 	reused := 0
-	if c, ok := st.(stages.Costly); ok && todo.Reusable > 0 && !r.opts.Force[n] {
-		if reused, err = r.reuseAll(ctx, pr, c, upstream); err != nil {
+	costly, isCostly := st.(stages.Costly)
+	if isCostly && todo.Reusable > 0 && !r.opts.Force[n] {
+		if reused, err = r.reuseAll(ctx, pr, costly, upstream); err != nil {
 			return r.fail(n, err)
 		}
+	}
+	if r.opts.Dry && isCostly && pending > reused {
+		// What is left costs requests: plan counts it rather than doing it.
+		r.prog.finish(n, "would run")
+		return &Result{Node: n, Action: "would run", Why: why, Reused: reused, Pending: pending - reused}
 	}
 
 	// Workers finish what they started even after an interrupt: a record
@@ -123,9 +130,9 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		feedErr <- err
 	}()
 
-	processed, failed, commitErr := r.commitLoop(n, results)
+	processed, failed, skipped, commitErr := r.commitLoop(n, results)
 	err = <-feedErr
-	res := &Result{Node: n, Processed: processed + reused, Failed: failed, Reused: reused}
+	res := &Result{Node: n, Processed: processed + reused, Failed: failed, Reused: reused, Why: why}
 	switch {
 	case commitErr != nil:
 		return r.fail(n, commitErr)
@@ -143,7 +150,9 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return r.fail(n, err)
 	}
 	res.Action = "ran"
-	if processed == 0 {
+	if processed+reused == skipped {
+		// Nothing changed: only records a spent budget skips again, which
+		// plan calls up to date as well.
 		res.Action = "up to date"
 	}
 	r.prog.finish(n, "")
@@ -152,7 +161,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 
 // commitLoop stores outcomes in batches, by count or by age, whichever
 // comes first, so a crash loses at most one small batch of finished work.
-func (r *runner) commitLoop(n *Node, results <-chan outcome) (processed, failed int, err error) {
+func (r *runner) commitLoop(n *Node, results <-chan outcome) (processed, failed, skipped int, err error) {
 	var batch []state.Item
 	tick := time.NewTicker(commitAfter)
 	defer tick.Stop()
@@ -174,14 +183,17 @@ func (r *runner) commitLoop(n *Node, results <-chan outcome) (processed, failed 
 		case o, ok := <-results:
 			if !ok {
 				flush()
-				return processed, failed, err
+				return processed, failed, skipped, err
 			}
 			if o.err != nil {
 				continue // interrupted before it ran; left for the next run
 			}
 			processed++
-			if o.item.Status == int(stages.Failed) {
+			switch stages.Status(o.item.Status) {
+			case stages.Failed:
 				failed++
+			case stages.Skipped:
+				skipped++
 			}
 			batch = append(batch, o.item)
 			if len(batch) >= commitEvery {

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -32,14 +36,91 @@ type Step struct {
 	// Concurrency is the instance's resolved concurrency (item stages).
 	Concurrency int
 	Mapper      bool
-	Err         error
+	// Reused counts the records the run answers from earlier answers to
+	// the same content, at no cost.
+	Reused int
+	Err    error
 }
 
-// Plan works out, without running anything or calling any server, what a
-// run would do: which instances are up to date, which will run and why,
-// and estimates of records, tokens, time and cost. store may be nil when
-// nothing has run yet.
+// Plan works out, without calling any server, what a run would do: which
+// instances are up to date, which will run and why, and estimates of
+// records, tokens, time and cost. store may be nil when nothing has run yet.
+//
+// Plan and run decide alike by construction: Plan runs the pipeline in dry
+// mode (RunOptions.Dry) on a snapshot of the store, so loads, caps,
+// filters, merges and answers found again are worked out exactly as the run
+// will, and only what costs requests is estimated.
 func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
+	scratch, results, cleanup, err := p.dryRun(store, force)
+	if err != nil {
+		// No snapshot (a full disk): plan from the store as it is.
+		return p.planOn(store, force)
+	}
+	defer cleanup()
+	steps := p.planOn(scratch, nil)
+	for _, s := range steps {
+		res := results[s.Node]
+		if res == nil || s.Err != nil {
+			continue
+		}
+		s.Reused = res.Reused
+		switch res.Action {
+		case "would run":
+			// planOn counted what is left after reuse; the reason is the
+			// dry run's (a changed option, never ran).
+			if !strings.HasSuffix(res.Why, " to do") {
+				s.Action = res.Why + "; " + strings.TrimPrefix(s.Action, "will run: ")
+			}
+		case "ran":
+			if !s.Run {
+				s.Run, s.Action = true, res.Why
+			}
+		case "failed":
+			s.Run, s.Err = true, res.Err
+			line, _, _ := strings.Cut(p.Spec.Redact(res.Err.Error()), "\n")
+			s.Action = "error: " + line
+			continue
+		case "blocked":
+			s.Run, s.Action = true, "blocked: "+res.Err.Error()
+		}
+		if s.Reused > 0 {
+			s.Action += fmt.Sprintf(" [%s reused, no requests]", Plural(s.Reused, "earlier answer"))
+		}
+	}
+	return steps
+}
+
+// dryRun runs the pipeline's local part on a snapshot of store (an empty
+// store when nil) and returns the snapshot, what became of each instance,
+// and a function that removes the snapshot.
+func (p *Pipeline) dryRun(store *state.Store, force map[*Node]bool) (*state.Store, map[*Node]*Result, func(), error) {
+	dir, err := os.MkdirTemp("", "eaglet-plan-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	path := filepath.Join(dir, "state.db")
+	if store != nil {
+		if err := store.Snapshot(path); err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, nil, err
+		}
+	}
+	scratch, err := state.Open(path)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	cleanup := func() { scratch.Close(); os.RemoveAll(dir) }
+	results, _ := p.Run(context.Background(), scratch, RunOptions{Dry: true, Force: force, Log: io.Discard})
+	byNode := make(map[*Node]*Result, len(results))
+	for _, r := range results {
+		byNode[r.Node] = r
+	}
+	return scratch, byNode, cleanup, nil
+}
+
+// planOn works out the steps against the store as it stands.
+func (p *Pipeline) planOn(store *state.Store, force map[*Node]bool) []*Step {
 	steps := map[*Node]*Step{}
 	var out []*Step
 	shared := &stages.Shared{}

@@ -224,10 +224,10 @@ func TestPlan_BudgetShares(t *testing.T) {
 	}{
 		{"per dataset", "{completion_tokens: 25_000}",
 			map[string]int64{"generate[chat]": 25_000, "generate[code]": 22_000},
-			map[string]string{"generate[chat]": "will run: never ran (the budget allows 89% of them)", "generate[code]": "will run: never ran"}},
+			map[string]string{"generate[chat]": "will run: never ran; 140 of 140 records to do (the budget allows 89% of them)", "generate[code]": "will run: never ran; 110 of 110 records to do"}},
 		{"stage", "{completion_tokens: 25_000, scope: stage}",
 			map[string]int64{"generate[chat]": 14_000, "generate[code]": 11_000},
-			map[string]string{"generate[chat]": "will run: never ran (the stage's budget allows 50% of them)", "generate[code]": "will run: never ran (the stage's budget allows 50% of them)"}},
+			map[string]string{"generate[chat]": "will run: never ran; 140 of 140 records to do (the stage's budget allows 50% of them)", "generate[code]": "will run: never ran; 110 of 110 records to do (the stage's budget allows 50% of them)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,11 @@ type RunOptions struct {
 	Live bool
 	// ProgressEvery is how often progress is reported (default 10s, 1s live).
 	ProgressEvery time.Duration
+	// Dry does the run's cheap, local part (loads, caps, filters, merges
+	// without their files, answers found again) and stops short of what
+	// costs requests (stages.Costly), counting it instead: plan runs this
+	// on a copy of the store, so it decides exactly as the run does.
+	Dry bool
 	// AllowPartial lets a stage that writes a file run although records
 	// upstream failed; by default it waits, so a server outage never
 	// replaces a good training file with a smaller one.
@@ -48,7 +53,11 @@ type Result struct {
 	// Reused counts the processed records answered by an earlier outcome
 	// of the same content (stages.Costly) instead of being processed.
 	Reused int
-	Err    error
+	// Pending counts, in a dry run, the records a costly stage would send.
+	Pending int
+	// Why says why the instance ran or what it would do, in plan's words.
+	Why string
+	Err error
 }
 
 // ErrInterrupted is returned when a run stopped early on request.
@@ -102,7 +111,9 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 			// Name every unfinished input: the reader fixes them all at once.
 			blocked := strings.Join(blockedBy, ", ")
 			var partial string
-			if blocked == "" && !opts.AllowPartial {
+			// A dry run cannot tell whether failed records will succeed
+			// when retried, so it leaves the question to the run.
+			if blocked == "" && !opts.AllowPartial && !opts.Dry {
 				partial = r.partialInputs(n)
 			}
 			var res *Result
@@ -192,7 +203,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	if err != nil {
 		return r.fail(n, err)
 	}
-	pr, err := r.p.prepare(n, specs.InputInfo{Records: count}, r.shared, r.prog.logger(n), false, r.store)
+	pr, err := r.p.prepare(n, specs.InputInfo{Records: count}, r.shared, r.prog.logger(n), r.opts.Dry, r.store)
 	if err != nil {
 		return r.fail(n, err)
 	}

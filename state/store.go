@@ -220,6 +220,16 @@ func (s *Store) Lock() error {
 	return nil
 }
 
+// Snapshot writes a consistent copy of the store to path (which must not
+// exist), readable while a run writes: plan works out what a run would do
+// by doing the cheap part of it on such a copy.
+func (s *Store) Snapshot(path string) error {
+	if _, err := s.r.Exec(`VACUUM INTO ?`, path); err != nil {
+		return fmt.Errorf("snapshot %s: %w", s.path, err)
+	}
+	return nil
+}
+
 // Holder reports the pid of the eaglet run holding the store at path, or 0
 // when no run holds it, without taking the lock for longer than a check.
 func Holder(path string) int {

@@ -137,3 +137,34 @@ func TestStore_PendingAndReconcile(t *testing.T) {
 		t.Errorf("live outputs after the input came back = %d; want 1", c)
 	}
 }
+
+func TestStore_Snapshot(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Commit("up", []Item{{Key: "a", OutHash: "ha", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(dir, "copy.db")
+	if err := s.Snapshot(copyPath); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Writes to the copy leave the store as it was.
+	if err := c.Commit("up", []Item{{Key: "b", OutHash: "hb", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.CountOutputs([]string{"up"}); n != 2 {
+		t.Errorf("copy holds %d records; want 2", n)
+	}
+	if n, _ := s.CountOutputs([]string{"up"}); n != 1 {
+		t.Errorf("store holds %d records after writes to its copy; want 1", n)
+	}
+}

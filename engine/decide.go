@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// batchWhy decides whether a batch instance runs, in the words plan shows:
+// "up to date", or what changed since its stored output was made.
+func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) string {
+	switch {
+	case force:
+		return "will rerun: forced"
+	case prev == nil:
+		return "will run: never ran"
+	case prev.Fingerprint != pr.fp:
+		return "will rerun: " + configDiff(string(prev.Stats.Config), pr.config)
+	case batchUpToDate(prev, pr.fp, digest):
+		return "up to date"
+	case prev.InputDigest != digest:
+		return "will rerun: input changed"
+	case prev.Stats.Output != "":
+		return "will rerun: " + prev.Stats.Output + " is missing or was changed"
+	}
+	return "will finish: last run stopped early"
+}
+
+// mapperWhy says why an item instance with pending of total input records
+// left to process runs.
+func mapperWhy(prev *state.Instance, pr *prepared, force bool, pending, total int) string {
+	switch {
+	case force:
+		return "will rerun: forced"
+	case prev == nil:
+		return "will run: never ran"
+	case prev.Fingerprint != pr.fp:
+		return "will rerun: " + configDiff(string(prev.Stats.Config), pr.config)
+	case pending > 0:
+		return fmt.Sprintf("will run: %d of %s to do", pending, Plural(total, "record"))
+	case prev.Status != "done":
+		return "will finish: last run stopped early; nothing left to process"
+	}
+	return "up to date"
+}
