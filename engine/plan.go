@@ -39,6 +39,10 @@ type Step struct {
 	// Reused counts the records the run answers from earlier answers to
 	// the same content, at no cost.
 	Reused int
+	// Todo counts the input records the run processes (for a costly stage,
+	// the requests it sends, one per record answered once), after reuse
+	// and budgets; a guess when upstream work is guessed.
+	Todo int
 	Err    error
 }
 
@@ -294,6 +298,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	if !s.Run {
 		todo = 0
 	}
+	s.Todo = todo
 	if err := d.estimate(pr.stage, in, todo); err != nil {
 		p.failStep(s, p.instanceError(n, err))
 	}
@@ -364,8 +369,9 @@ func (d *draft) finish(store *state.Store) {
 	if d.allowed < 1 {
 		work, workIn = scaled(work, d.allowed), scaled(workIn, d.allowed)
 		work.Exact = false
+		s.Todo = int(math.Round(float64(s.Todo) * d.allowed))
 		if d.allowed == 0 && d.leftover > 0 {
-			s.Run = false
+			s.Run, s.Todo = false, 0
 			s.Action = fmt.Sprintf("up to date (%s skipped for budget; raise the budget to continue)", Plural(d.leftover, "record"))
 		}
 	}

@@ -2,50 +2,15 @@ package main
 
 import (
 	"bufio"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 )
-
-// countingServer is the sim server behind a counter of generation
-// requests, as a request-counting proxy in front of a real server would be.
-type countingServer struct {
-	URL  string
-	n    atomic.Int64
-	down atomic.Bool
-}
-
-func newCountingServer(t *testing.T) *countingServer {
-	t.Helper()
-	s, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &countingServer{}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c.down.Load() {
-			http.Error(w, "upstream unavailable", http.StatusBadGateway)
-			return
-		}
-		if r.Method == http.MethodPost {
-			c.n.Add(1)
-		}
-		s.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { hs.Close(); s.Close() })
-	c.URL = hs.URL
-	return c
-}
-
-// take returns the requests counted since the last call.
-func (c *countingServer) take() int { return int(c.n.Swap(0)) }
 
 // identitySpec is a researcher's spec: datasets, an OpenAI-compatible
 // endpoint, generate, filter and merge, with the sampling temperature and
@@ -78,7 +43,7 @@ stages:
 // runs and counts the requests the server receives: only a change in what
 // the target is asked costs requests; an option set back costs none.
 func TestIdentity_NeverPayTwice(t *testing.T) {
-	srv := newCountingServer(t)
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
 	dir := t.TempDir()
 	src, err := os.ReadFile("../../specs/examples/data/chat.jsonl")
 	if err != nil {
@@ -128,7 +93,7 @@ func TestIdentity_NeverPayTwice(t *testing.T) {
 
 	edit(one, "0.7")
 	run(spec)
-	if got := srv.take(); got != 30 {
+	if got := srv.Take(); got != 30 {
 		t.Fatalf("first run sent %d requests; want 30", got)
 	}
 	steps := []struct {
@@ -171,7 +136,7 @@ func TestIdentity_NeverPayTwice(t *testing.T) {
 			args = s.args()
 		}
 		out := run(args...)
-		if got := srv.take(); got != s.requests {
+		if got := srv.Take(); got != s.requests {
 			t.Fatalf("%s: the server received %d requests; want %d\n%s", s.name, got, s.requests, out)
 		}
 		if !strings.Contains(out, s.output) {
@@ -187,7 +152,7 @@ func TestIdentity_NeverPayTwice(t *testing.T) {
 // regenerates everything fails every record; the training file written by
 // the last good run stays as it was, and --allow-partial writes what there is.
 func TestIdentity_FailedRunKeepsGoodFile(t *testing.T) {
-	srv := newCountingServer(t)
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
 	dir := t.TempDir()
 	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
 	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:20]
@@ -205,7 +170,7 @@ func TestIdentity_FailedRunKeepsGoodFile(t *testing.T) {
 		t.Fatalf("no training file after the first run: %v", err)
 	}
 
-	srv.down.Store(true)
+	srv.Down.Store(true)
 	os.WriteFile(spec, []byte(identitySpec(srv.URL, ds, "0.9")), 0o644)
 	code, out, errOut := eaglet("run", "--progress", "lines", spec)
 	if code != exitFailure {

@@ -5,7 +5,9 @@ package simtest
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,41 @@ func Serve(t testing.TB, cfg server.Config) string {
 	t.Cleanup(func() { hs.Close(); s.Close() })
 	return hs.URL
 }
+
+// Counting is a sim server behind a counter of the generation requests it
+// receives, as a request-counting proxy in front of a real server would be;
+// Down makes it answer 502 to everything, as a dead upstream does.
+type Counting struct {
+	URL  string
+	Down atomic.Bool
+	n    atomic.Int64
+}
+
+// ServeCounting starts a counting sim server for the test.
+func ServeCounting(t testing.TB, cfg server.Config) *Counting {
+	t.Helper()
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Counting{}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.Down.Load() {
+			http.Error(w, "upstream unavailable", http.StatusBadGateway)
+			return
+		}
+		if r.Method == http.MethodPost {
+			c.n.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	c.URL = hs.URL
+	return c
+}
+
+// Take returns the requests answered since the last call.
+func (c *Counting) Take() int { return int(c.n.Swap(0)) }
 
 // Retry sends req until it succeeds, fails for good, or 50 attempts are
 // spent, with a 2s timeout per attempt, waiting as long as each retryable
