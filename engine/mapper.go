@@ -130,9 +130,13 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		feedErr <- err
 	}()
 
-	processed, failed, skipped, commitErr := r.commitLoop(n, results)
+	c, commitErr := r.commitLoop(n, results)
 	err = <-feedErr
-	res := &Result{Node: n, Processed: processed + reused, Failed: failed, Reused: reused, Why: why}
+	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused, Why: why,
+		Requests: c.requests, Retries: c.retries, PromptTokens: c.prompt, CompletionTokens: c.completion}
+	if sp, ok := st.(stages.Spender); ok {
+		res.Dollars = sp.Spent()
+	}
 	switch {
 	case commitErr != nil:
 		return r.fail(n, commitErr)
@@ -150,7 +154,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return r.fail(n, err)
 	}
 	res.Action = "ran"
-	if processed+reused == skipped {
+	if c.processed+reused == c.skipped {
 		// Nothing changed: only records a spent budget skips again, which
 		// plan calls up to date as well.
 		res.Action = "up to date"
@@ -159,9 +163,17 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	return res
 }
 
+// runCounts is what a pass over an instance's records did.
+type runCounts struct {
+	processed, failed, skipped, requests int
+	retries                              map[string]int
+	// prompt and completion count the tokens of new done outcomes.
+	prompt, completion int64
+}
+
 // commitLoop stores outcomes in batches, by count or by age, whichever
 // comes first, so a crash loses at most one small batch of finished work.
-func (r *runner) commitLoop(n *Node, results <-chan outcome) (processed, failed, skipped int, err error) {
+func (r *runner) commitLoop(n *Node, results <-chan outcome) (c runCounts, err error) {
 	var batch []state.Item
 	tick := time.NewTicker(commitAfter)
 	defer tick.Stop()
@@ -183,18 +195,12 @@ func (r *runner) commitLoop(n *Node, results <-chan outcome) (processed, failed,
 		case o, ok := <-results:
 			if !ok {
 				flush()
-				return processed, failed, skipped, err
+				return c, err
 			}
 			if o.err != nil {
 				continue // interrupted before it ran; left for the next run
 			}
-			processed++
-			switch stages.Status(o.item.Status) {
-			case stages.Failed:
-				failed++
-			case stages.Skipped:
-				skipped++
-			}
+			c.add(o.item)
 			batch = append(batch, o.item)
 			if len(batch) >= commitEvery {
 				flush()
@@ -202,6 +208,26 @@ func (r *runner) commitLoop(n *Node, results <-chan outcome) (processed, failed,
 		case <-tick.C:
 			flush()
 		}
+	}
+}
+
+func (c *runCounts) add(it state.Item) {
+	c.processed++
+	c.requests += it.Requests
+	for k, v := range state.ParseRetries(it.Retries) {
+		if c.retries == nil {
+			c.retries = map[string]int{}
+		}
+		c.retries[k] += v
+	}
+	switch stages.Status(it.Status) {
+	case stages.Done:
+		c.prompt += int64(it.PromptTokens)
+		c.completion += int64(it.CompletionTokens)
+	case stages.Failed:
+		c.failed++
+	case stages.Skipped:
+		c.skipped++
 	}
 }
 
@@ -228,7 +254,8 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 		it.Status, it.Reason = int(stages.Failed), pr.inst.Spec.Redact(err.Error())
 		return outcome{item: it}
 	}
-	it.Status, it.Reason = int(out.Status), out.Reason
+	it.Status, it.Reason = int(out.Status), pr.inst.Spec.Redact(out.Reason)
+	it.Requests, it.Retries = out.Requests, state.FormatRetries(out.Retries)
 	if out.Status != stages.Done {
 		return outcome{item: it}
 	}

@@ -57,7 +57,15 @@ type Result struct {
 	Pending int
 	// Why says why the instance ran or what it would do, in plan's words.
 	Why string
-	Err error
+	// Requests counts the requests this run sent, retries included;
+	// Retries the failures it retried, by kind.
+	Requests int
+	Retries  map[string]int
+	// PromptTokens and CompletionTokens are those of the outcomes this run
+	// made (reused ones excluded), and Dollars what they cost.
+	PromptTokens, CompletionTokens int64
+	Dollars                        float64
+	Err                            error
 }
 
 // ErrInterrupted is returned when a run stopped early on request.

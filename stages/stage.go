@@ -106,6 +106,12 @@ type Costly interface {
 	Reused(out *conv.Record)
 }
 
+// Spender is implemented by stages that pay for their work: Spent is what
+// this run has cost so far in dollars (0 when the price is unknown).
+type Spender interface {
+	Spent() float64
+}
+
 // Progressor is implemented by stages with figures of their own to show
 // while they run ("budget 412k/1M tokens, $0.83 so far"); called from the
 // progress reporter, so it must be cheap and safe for concurrent use.
@@ -152,6 +158,11 @@ type Outcome struct {
 	Reason string
 	// Record is the output; nil passes the input on unchanged.
 	Record *conv.Record
+	// Requests counts the requests the outcome took, retries included, and
+	// Retries the failures retried, by kind ("http 503"); for status and
+	// the end-of-run summary. A stage that sends nothing leaves them zero.
+	Requests int
+	Retries  map[string]int
 }
 
 // Input is a Batch stage's input: the records its needs passed on, in key order.

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,6 +40,10 @@ type Item struct {
 	// Reused is set when the outcome was not made again but found under
 	// the same fingerprint and input content (ReusableOutcome).
 	Reused bool
+	// Requests counts the requests sent for this outcome, retries
+	// included; Retries the retried failures by kind, as "kind=n,kind=n".
+	Requests int
+	Retries  string
 }
 
 // Row is a record read from an instance's live output.
@@ -215,16 +221,16 @@ func (s *Store) Reconcile(inst string, upstream []string, fp string) error {
 // With firstWins, a row already live (written earlier in the same batch) is
 // kept: a batch stage that emits a key twice stores it once.
 func upsertSQL(n int, firstWins bool) string {
-	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated,
-	chash, in_chash, reused)
+	chash, in_chash, reused, requests, retries)
 	VALUES ` + rows + `
 	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
 	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
 	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
 	attempts = attempts + 1, updated = excluded.updated, chash = excluded.chash, in_chash = excluded.in_chash,
-	reused = excluded.reused` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
+	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
 }
 
 const chunk = 128
@@ -314,13 +320,13 @@ func putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
 			full.Close()
 		}
 	}()
-	vals := make([]any, 0, chunk*16)
+	vals := make([]any, 0, chunk*18)
 	for len(items) > 0 {
 		n := min(len(items), chunk)
 		vals = vals[:0]
 		for _, it := range items[:n] {
 			vals = append(vals, inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
-				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused)
+				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused, it.Requests, it.Retries)
 		}
 		var err error
 		if n == chunk {
@@ -436,6 +442,59 @@ func (s *Store) Counts(inst string) ([]Count, error) {
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// Requests sums the requests an instance's live outcomes took and their
+// retried failures by kind.
+func (s *Store) Requests(inst string) (requests int, retries map[string]int, err error) {
+	rows, err := s.r.Query(`SELECT requests, retries FROM items WHERE instance = ? AND live = 1 AND requests > 0`, inst)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	retries = map[string]int{}
+	for rows.Next() {
+		var n int
+		var kinds string
+		if err := rows.Scan(&n, &kinds); err != nil {
+			return 0, nil, err
+		}
+		requests += n
+		for k, c := range ParseRetries(kinds) {
+			retries[k] += c
+		}
+	}
+	return requests, retries, rows.Err()
+}
+
+// FormatRetries writes retried failures by kind as stored: "kind=n,kind=n",
+// sorted by kind.
+func FormatRetries(m map[string]int) string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var b strings.Builder
+	for _, k := range kinds {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%d", strings.NewReplacer(",", ";", "=", ":").Replace(k), m[k])
+	}
+	return b.String()
+}
+
+// ParseRetries reads what FormatRetries wrote.
+func ParseRetries(s string) map[string]int {
+	m := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if n, err := strconv.Atoi(v); ok && err == nil {
+			m[k] += n
+		}
+	}
+	return m
 }
 
 // CompletionLengths returns the completion tokens of up to n live, done

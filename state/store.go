@@ -83,14 +83,18 @@ var migrations = []string{
 	DROP TABLE items;
 	ALTER TABLE items_v4 RENAME TO items;
 	CREATE INDEX items_ord ON items (instance, ord, key) WHERE ord != 0;`,
-	// Identity by content: chash hashes a row's record without its
+	// Identity by content (and what a record cost): chash hashes a row's record without its
 	// provenance (file, line, dataset), in_chash the input a costly outcome
 	// (a generation) was made from, so the same prompt moved, renamed or
 	// reordered finds its answer again. cache keeps answers that a changed
 	// option superseded, so setting the option back costs nothing.
+	// requests and retries say what a record's outcome took to get:
+	// requests sent, and the retried failures by kind ("http 503=2").
 	`ALTER TABLE items ADD COLUMN chash TEXT NOT NULL DEFAULT '';
 	ALTER TABLE items ADD COLUMN in_chash TEXT NOT NULL DEFAULT '';
 	ALTER TABLE items ADD COLUMN reused INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE items ADD COLUMN requests INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE items ADD COLUMN retries TEXT NOT NULL DEFAULT '';
 	CREATE INDEX items_reuse ON items (in_chash, fp) WHERE in_chash != '';
 	CREATE TABLE cache (
 		fp       TEXT NOT NULL,
@@ -135,7 +139,9 @@ func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_foreign_keys=off"
+	// A URI filename: '#' and '?' in a directory name would otherwise cut
+	// the path short and open another database.
+	dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path) + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_foreign_keys=off"
 	w, err := sql.Open("sqlite3", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)

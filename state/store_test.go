@@ -168,3 +168,21 @@ func TestStore_Snapshot(t *testing.T) {
 		t.Errorf("store holds %d records after writes to its copy; want 1", n)
 	}
 }
+
+// TestStore_Open_PathWithURICharacters: a '#' or '?' in a directory name
+// is part of the path, not the start of a URI fragment or query.
+func TestStore_Open_PathWithURICharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run#1?x=%41")
+	path := filepath.Join(dir, "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit("up", []Item{{Key: "a", OutHash: "ha", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the store is not where it was asked to be: %v", err)
+	}
+}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
@@ -188,5 +190,46 @@ func TestIdentity_FailedRunKeepsGoodFile(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(train); len(now) != 0 {
 		t.Errorf("run --allow-partial left %d bytes; want the empty partial output", len(now))
+	}
+}
+
+// TestRun_SummaryCountsRequestsAndRetries: the end-of-run summary and
+// status say how many requests were sent and which failures were retried,
+// and agree with what the server received.
+func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60}),
+		Faults: server.Faults{Seed: 5, Error500: 0.2, RateLimit: 0.1, RetryAfter: 10 * time.Millisecond}})
+	dir := t.TempDir()
+	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
+	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:40]
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "chat.jsonl"), []byte(strings.Join(lines, "")+"\n"), 0o644)
+	spec := filepath.Join(dir, "spec.yaml")
+	body := strings.Replace(identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.7"), "retries: 0", "retries: 8", 1)
+	os.WriteFile(spec, []byte(body), 0o644)
+	code, _, errOut := eaglet("run", "--progress", "lines", spec)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
+	}
+	sent := srv.Take()
+	if sent <= 40 {
+		t.Fatalf("the server received %d requests for 40 records with 30%% faults; want retries", sent)
+	}
+	if want := fmt.Sprintf("requests: %d sent, %d of them retries (", sent, sent-40); !strings.Contains(errOut, want) {
+		t.Errorf("summary lacks %q:\n%s", want, errOut)
+	}
+	for _, kind := range []string{"http 500 ×", "http 429 ×", "nothing left to do"} {
+		if !strings.Contains(errOut, kind) {
+			t.Errorf("summary lacks %q:\n%s", kind, errOut)
+		}
+	}
+	instances, _ := statusOf(t, spec)
+	for _, in := range instances {
+		if in.Instance != "generate[chat]" {
+			continue
+		}
+		if in.Requests != sent || sumValues(in.Retries) != sent-40 {
+			t.Errorf("status: %d requests, retries %v; want %d and %d retries", in.Requests, in.Retries, sent, sent-40)
+		}
 	}
 }

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/state"
@@ -53,13 +57,16 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	if err := store.Lock(); err != nil {
 		return err
 	}
+	started := time.Now()
 	results, err := p.Run(ctx, store, opts)
 	summarize(env.stderr, results)
 	if ran(results) {
 		// What the run produced, as `eaglet status` shows it.
-		if rows, serr := collectStatus(p, store); serr == nil {
+		rows, serr := collectStatus(p, store)
+		if serr == nil {
 			printStatus(env.stdout, p, rows)
 		}
+		printSummary(env.stderr, time.Since(started), results, rows, fs.Arg(0))
 	}
 	if errors.Is(err, engine.ErrInterrupted) {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted; run again to continue where it stopped")}
@@ -105,4 +112,84 @@ func summarize(w io.Writer, results []*engine.Result) {
 		were = "was"
 	}
 	fmt.Fprintf(w, "%s ran, %d %s up to date\n", engine.Plural(ran, "instance"), upToDate, were)
+}
+
+// printSummary ends a run's log with what it cost and what is left: wall
+// time, requests and retries, answers reused, tokens and dollars of this
+// run, and every instance with work left with the command that does it.
+func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, rows []instanceStatus, spec string) {
+	var requests, reused int
+	var prompt, completion int64
+	var dollars float64
+	retries := map[string]int{}
+	for _, r := range results {
+		requests += r.Requests
+		reused += r.Reused
+		prompt += r.PromptTokens
+		completion += r.CompletionTokens
+		dollars += r.Dollars
+		for k, v := range r.Retries {
+			retries[k] += v
+		}
+	}
+	fmt.Fprintf(w, "summary: %s wall time\n", wall.Round(time.Millisecond))
+	if requests > 0 || reused > 0 {
+		line := fmt.Sprintf("  requests: %d sent", requests)
+		if n := sumValues(retries); n > 0 {
+			line += fmt.Sprintf(", %d of them retries (%s)", n, byCount(retries))
+		}
+		if reused > 0 {
+			line += fmt.Sprintf("; %s reused with no request", engine.Plural(reused, "earlier answer"))
+		}
+		fmt.Fprintln(w, line)
+	}
+	if completion > 0 {
+		line := fmt.Sprintf("  this run: %s prompt and %s completion tokens", count(prompt), count(completion))
+		if dollars > 0 {
+			line += fmt.Sprintf(", $%.2f", dollars)
+		}
+		fmt.Fprintln(w, line)
+	}
+	var todo []string
+	for _, r := range rows {
+		if r.Failed > 0 {
+			todo = append(todo, fmt.Sprintf("%s: %s failed; `eaglet run %s` retries them", r.Instance, engine.Plural(r.Failed, "record"), spec))
+		}
+		if n := r.Reasons["skipped: budget"]; n > 0 {
+			todo = append(todo, fmt.Sprintf("%s: %s skipped for the budget; raise it and run again", r.Instance, engine.Plural(n, "record")))
+		}
+	}
+	for _, r := range results {
+		if r.Action == "blocked" && r.Err != nil && strings.HasPrefix(r.Err.Error(), "not written") {
+			todo = append(todo, fmt.Sprintf("%s: %s", r.Node.ID, r.Err))
+		}
+	}
+	if len(todo) == 0 {
+		fmt.Fprintln(w, "  nothing left to do")
+		return
+	}
+	fmt.Fprintln(w, "  left to do:\n    "+strings.Join(todo, "\n    "))
+}
+
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// byCount lists counts by kind, most first: "http 503 ×8, http 429 ×4".
+func byCount(m map[string]int) string {
+	kinds := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }

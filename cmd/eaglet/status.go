@@ -42,6 +42,13 @@ type instanceStatus struct {
 	// Reused counts done records answered from an earlier answer to the
 	// same content instead of a new request.
 	Reused int `json:"reused,omitempty"`
+	// Duplicates counts input records that repeated an earlier one and
+	// were kept once (not dropped).
+	Duplicates int `json:"duplicates,omitempty"`
+	// Requests counts the requests the live outcomes took over all runs,
+	// retries included; Retries the retried failures by kind.
+	Requests int            `json:"requests,omitempty"`
+	Retries  map[string]int `json:"retries,omitempty"`
 }
 
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
@@ -135,6 +142,16 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		if r.Detected != "" {
 			notes = append(notes, "read as "+r.Detected)
 		}
+		if r.Requests > 0 {
+			line := fmt.Sprintf("%s sent", engine.Plural(r.Requests, "request"))
+			if n := sumValues(r.Retries); n > 0 {
+				line += fmt.Sprintf(", %d of them retries (%s)", n, byCount(r.Retries))
+			}
+			notes = append(notes, line)
+		}
+		if r.Duplicates > 0 {
+			notes = append(notes, fmt.Sprintf("%s stored once", engine.Plural(r.Duplicates, "duplicate")))
+		}
 		if r.Reused > 0 {
 			notes = append(notes, fmt.Sprintf("%d of the done records reuse an earlier answer to the same prompt (no request)", r.Reused))
 		}
@@ -203,8 +220,18 @@ func fillStatus(store *state.Store, st *instanceStatus, live bool) error {
 		st.Reasons[stages.Status(c.Status).String()+": "+c.Reason] += c.N
 	}
 	for reason, n := range in.Stats.Dropped {
+		if reason == "duplicate" {
+			st.Duplicates += n
+			continue
+		}
 		st.Dropped += n
 		st.Reasons["dropped: "+reason] += n
+	}
+	if st.Requests, st.Retries, err = store.Requests(st.Instance); err != nil {
+		return err
+	}
+	if len(st.Retries) == 0 {
+		st.Retries = nil
 	}
 	st.BadRows = in.Stats.Skipped
 	// An instance with failed records finished its pass but is not done:

@@ -179,6 +179,7 @@ var (
 	_ stages.Prioritizer   = (*Generate)(nil)
 	_ stages.Fingerprinter = (*Generate)(nil)
 	_ stages.Costly        = (*Generate)(nil)
+	_ stages.Spender       = (*Generate)(nil)
 	_ stages.Estimator     = (*Generate)(nil)
 )
 
@@ -327,7 +328,8 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 			return stages.Outcome{}, err
 		}
 	}
-	out, err := g.converse(ctx, rec, t)
+	tl := &tally{}
+	out, err := g.converse(ctx, rec, t, tl)
 	if err == nil {
 		g.usedPrompt.Add(int64(out.Generation.PromptTokens))
 		g.usedCompletion.Add(int64(max(out.Generation.CompletionTokens, out.Generation.TotalCompletionTokens)))
@@ -343,10 +345,39 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 			t.finish(prompt, max(gen.CompletionTokens, gen.TotalCompletionTokens))
 		}
 	}
-	if err != nil {
+	if errors.Is(err, stages.ErrInterrupted) || (err != nil && ctx.Err() != nil) {
 		return stages.Outcome{}, err
 	}
-	return stages.Outcome{Status: stages.Done, Record: out}, nil
+	if err != nil {
+		// A failure keeps what it cost, so status can say what was tried.
+		return stages.Outcome{Status: stages.Failed, Reason: err.Error(), Requests: tl.requests, Retries: tl.retries}, nil
+	}
+	return stages.Outcome{Status: stages.Done, Record: out, Requests: tl.requests, Retries: tl.retries}, nil
+}
+
+// tally counts what one record's requests took.
+type tally struct {
+	requests int
+	retries  map[string]int
+}
+
+// retried counts a failure that is tried again, by its kind (the part of
+// the message before the first colon: "http 503").
+func (tl *tally) retried(err error) {
+	if tl.retries == nil {
+		tl.retries = map[string]int{}
+	}
+	kind, _, _ := strings.Cut(err.Error(), ":")
+	tl.retries[kind]++
+}
+
+// Spent is what the answers of this run cost at the endpoint's price.
+func (g *Generate) Spent() float64 {
+	p := g.ep.spec.Price
+	if p == nil {
+		return 0
+	}
+	return (float64(g.usedPrompt.Load())*p.Input + float64(g.usedCompletion.Load())*p.Output) / 1e6
 }
 
 // render turns a conversation the tokenize stage did not see (a turn after
@@ -389,7 +420,7 @@ func regenerated(i int, m conv.Message) bool {
 // assistant turn in order when turns is "all", and the answers to user
 // turns queued after the first (MT-Bench), each conditioned on the target's
 // own earlier answers.
-func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*conv.Record, error) {
+func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl *tally) (*conv.Record, error) {
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	steps := 0
 	var spent int
@@ -408,7 +439,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket) (*
 			done := spent
 			req.Progress = func(n int) { t.update(done + n) }
 		}
-		gen, err := g.ask(ctx, req)
+		gen, err := g.ask(ctx, req, tl)
 		if err == nil {
 			g.recount(gen)
 			gen.MaxTokens = g.maxTokens
@@ -461,9 +492,8 @@ func (g *Generate) Progress() string {
 	if g.budget != nil {
 		parts = append(parts, g.budget.String())
 	}
-	if p := g.ep.spec.Price; p != nil {
-		cost := (float64(g.usedPrompt.Load())*p.Input + float64(g.usedCompletion.Load())*p.Output) / 1e6
-		parts = append(parts, fmt.Sprintf("$%.2f this run", cost))
+	if g.ep.spec.Price != nil {
+		parts = append(parts, fmt.Sprintf("$%.2f this run", g.Spent()))
 	}
 	if g.ep.lim.auto != nil {
 		// What `auto` settled on is the figure to put in the next spec.
@@ -526,10 +556,14 @@ func promptTokens(rec *conv.Record) int {
 }
 
 // ask makes one request, retrying what may succeed on a second try.
-func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generation, error) {
+func (g *Generate) ask(ctx context.Context, req *backend.Request, tl *tally) (*conv.Generation, error) {
 	var outage time.Duration
 	for attempt := 0; ; attempt++ {
 		gen, err := g.ep.generate(ctx, g.id, g.share, req, g.timeout)
+		var be *backend.Error
+		if notSent := errors.As(err, &be) && be.NotSent; !notSent {
+			tl.requests++
+		}
 		if err == nil {
 			return gen, nil
 		}
@@ -537,7 +571,6 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var be *backend.Error
 		if errors.As(err, &be) && be.NotSent {
 			// The endpoint is resting after failures; waiting for it is not
 			// an attempt, so an outage shorter than the request timeout
@@ -561,6 +594,9 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request) (*conv.Generat
 			// and status group failures by it.
 			kind, rest, _ := strings.Cut(err.Error(), ": ")
 			return nil, &attemptsError{msg: fmt.Sprintf("%s (%d attempts): %s", kind, attempt+1, rest), err: err}
+		}
+		if kind == backend.Retryable && !(be != nil && be.NotSent) {
+			tl.retried(err)
 		}
 		if wait == 0 {
 			wait = backoff(attempt)

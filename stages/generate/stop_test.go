@@ -27,7 +27,7 @@ func TestAsk_StopEndsRetries(t *testing.T) {
 	ctx := stages.WithStop(context.Background(), stop)
 	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
 	start := time.Now()
-	_, err = g.ask(ctx, &backend.Request{Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, MaxTokens: 8})
+	_, err = g.ask(ctx, &backend.Request{Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, MaxTokens: 8}, &tally{})
 	if !errors.Is(err, stages.ErrInterrupted) {
 		t.Fatalf("ask returned %v; want ErrInterrupted", err)
 	}
