@@ -164,8 +164,8 @@ func TestPlan_SaysWhatChanged(t *testing.T) {
 		actions[s.Node.ID] = s.Action
 	}
 	want := map[string]string{
-		"load[chat]":     "up to date",
-		"cap[chat]":      "will rerun: max_samples 50 -> 80",
+		"load[chat]": "up to date",
+		"cap[chat]":  "will rerun: max_samples 50 -> 80",
 		// The cap is worked out, not guessed: exactly 30 records are new.
 		"generate[chat]": "will run: 30 of 80 records to do",
 	}

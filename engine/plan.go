@@ -43,7 +43,7 @@ type Step struct {
 	// the requests it sends, one per record answered once), after reuse
 	// and budgets; a guess when upstream work is guessed.
 	Todo int
-	Err    error
+	Err  error
 }
 
 // Plan works out, without calling any server, what a run would do: which
