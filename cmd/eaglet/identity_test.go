@@ -233,3 +233,46 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestGC_DeletesOnlyWhatGoingBackNeeds: gc lists, then deletes, answers
+// kept for going back; the current output stays, and going back then costs
+// requests again.
+func TestGC_DeletesOnlyWhatGoingBackNeeds(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
+	dir := t.TempDir()
+	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
+	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:30]
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "chat.jsonl"), []byte(strings.Join(lines, "")+"\n"), 0o644)
+	spec := filepath.Join(dir, "spec.yaml")
+	at := func(temp, datasets string) {
+		os.WriteFile(spec, []byte(identitySpec(srv.URL, datasets, temp)), 0o644)
+		if code, out, errOut := eaglet("run", spec); code != 0 {
+			t.Fatalf("run at %s: exit %d\n%s%s", temp, code, out, errOut)
+		}
+	}
+	chat := "  chat: {source: data/chat.jsonl, format: messages}"
+	at("0.7", chat)
+	at("0.9", chat)
+	at("0.9", "  talk: {source: data/chat.jsonl, format: messages}")
+	srv.Take()
+	code, out, _ := eaglet("gc", spec)
+	for _, want := range []string{"would delete 30 answers superseded", "of instances the spec no longer has", "filter[chat], generate[chat], load[chat]"} {
+		if code != exitFailure || !strings.Contains(out, want) {
+			t.Fatalf("gc without --yes: exit %d, want %d with %q:\n%s", code, exitFailure, want, out)
+		}
+	}
+	if code, out, errOut := eaglet("gc", "--yes", spec); code != 0 || !strings.Contains(out, "deleted 30 answers superseded") {
+		t.Fatalf("gc --yes: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := eaglet("run", spec); code != 0 || !strings.Contains(errOut, "everything is up to date") || srv.Take() != 0 {
+		t.Fatalf("after gc the current output should be up to date: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", "train.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	at("0.7", "  talk: {source: data/chat.jsonl, format: messages}")
+	if got := srv.Take(); got != 30 {
+		t.Errorf("going back after gc sent %d requests; want 30 (the old answers are gone)", got)
+	}
+}
