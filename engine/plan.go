@@ -76,9 +76,13 @@ func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
 				s.Action = res.Why + "; " + strings.TrimPrefix(s.Action, "will run: ")
 			}
 		case "ran":
-			if !s.Run {
-				s.Run, s.Action = true, res.Why
+			// The dry run did it: say why, keeping planOn's notes
+			// ("(writes train.jsonl)").
+			note := ""
+			if i := strings.Index(s.Action, " ("); i >= 0 && s.Run {
+				note = s.Action[i:]
 			}
+			s.Run, s.Action = true, res.Why+note
 		case "failed":
 			s.Run, s.Err = true, res.Err
 			line, _, _ := strings.Cut(p.Spec.Redact(res.Err.Error()), "\n")

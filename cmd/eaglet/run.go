@@ -66,7 +66,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		if serr == nil {
 			printStatus(env.stdout, p, rows)
 		}
-		printSummary(env.stderr, time.Since(started), results, rows, fs.Arg(0))
+		printSummary(env.stderr, time.Since(started), results, rows, p.Spec.Path)
 	}
 	if errors.Is(err, engine.ErrInterrupted) {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted; run again to continue where it stopped")}

@@ -361,14 +361,29 @@ type tally struct {
 	retries  map[string]int
 }
 
-// retried counts a failure that is tried again, by its kind (the part of
-// the message before the first colon: "http 503").
+// retried counts a failure that is tried again, by its kind.
 func (tl *tally) retried(err error) {
 	if tl.retries == nil {
 		tl.retries = map[string]int{}
 	}
-	kind, _, _ := strings.Cut(err.Error(), ":")
-	tl.retries[kind]++
+	tl.retries[retryKind(err)]++
+}
+
+// retryKind groups failures for people: "http 503", "network: EOF",
+// "network: connection refused", or a message's first words.
+func retryKind(err error) string {
+	var be *backend.Error
+	if errors.As(err, &be) && be.Status != 0 {
+		return fmt.Sprintf("http %d", be.Status)
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "post ") || strings.HasPrefix(msg, "read response of ") {
+		// "post URL: dial tcp ADDR: connect: connection refused": the URL
+		// and address vary, the last words say what happened.
+		return "network: " + msg[strings.LastIndex(msg, ": ")+2:]
+	}
+	kind, _, _ := strings.Cut(msg, ":")
+	return kind
 }
 
 // Spent is what the answers of this run cost at the endpoint's price.
