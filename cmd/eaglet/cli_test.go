@@ -126,6 +126,34 @@ func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
 	}
 }
 
+// TestCLI_StatusDuringARun: while a run holds the store, status says its
+// instances are running and names the run's pid, not incomplete.
+func TestCLI_StatusDuringARun(t *testing.T) {
+	spec := quickSpec(t)
+	if code, _, errOut := eaglet("run", spec); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	store, err := state.Open(filepath.Join(filepath.Dir(spec), "runs/quickstart/state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	in, _ := store.GetInstance("generate[chat]")
+	in.Status = "running"
+	store.PutInstance(in)
+	if err := store.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	_, states := statusOf(t, spec)
+	if states["generate[chat]"] != "running" {
+		t.Errorf("generate[chat] is %q while a run holds the store; want running", states["generate[chat]"])
+	}
+	_, out, _ := eaglet("status", spec)
+	if want := fmt.Sprintf("a run is in progress (pid %d)", os.Getpid()); !strings.Contains(out, want) {
+		t.Errorf("status lacks %q:\n%s", want, out)
+	}
+}
+
 // TestCLI_PlanAfterBudgetRun: once a run has spent a budget, the records it
 // skipped are no change for --detailed-exitcode until the budget is raised.
 func TestCLI_PlanAfterBudgetRun(t *testing.T) {
@@ -143,6 +171,8 @@ func TestCLI_PlanAfterBudgetRun(t *testing.T) {
 	}{
 		{[]string{"run", path}, "20_000", exitOK, "skipped: budget"},
 		{[]string{"plan", "--detailed-exitcode", path}, "20_000", exitOK, "records skipped for budget; raise the budget to continue"},
+		// The run agrees with the plan: nothing to do.
+		{[]string{"run", path}, "20_000", exitOK, "everything is up to date"},
 		{[]string{"plan", "--detailed-exitcode", path}, "30_000", exitChanges, "(the budget allows "},
 	}
 	for _, s := range steps {
