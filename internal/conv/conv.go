@@ -137,6 +137,16 @@ func (r *Record) Conversation() []Message {
 	return append(out, Message{Role: Assistant, Content: g.Content, Reasoning: g.Reasoning, ToolCalls: g.ToolCalls})
 }
 
+// Message returns the answer as the assistant message of a conversation
+// that goes on (turn by turn generation): an answer of only tool calls has
+// null content, as servers send it, so templates that branch on it render
+// the calls. Conversation leaves that out: handoff formats write content
+// as a string.
+func (g *Generation) Message() Message {
+	return Message{Role: Assistant, Content: g.Content, NullContent: g.Content == "" && len(g.ToolCalls) > 0,
+		Reasoning: g.Reasoning, ToolCalls: g.ToolCalls}
+}
+
 // ContentKey returns a stable key for a conversation: a hash of its messages
 // and tools, independent of file names, line numbers and spec edits. How
 // the source spelt content and arguments (NullContent, Parts,

@@ -470,7 +470,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 				if err != nil {
 					return nil, err
 				}
-				m = answer(gen)
+				m = gen.Message()
 			}
 			convo = append(convo, m)
 		}
@@ -487,7 +487,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		return nil, err
 	}
 	for _, f := range followUps {
-		convo = append(convo, answer(gen), f)
+		convo = append(convo, gen.Message(), f)
 		if gen, err = ask(convo, nil); err != nil {
 			return nil, err
 		}
@@ -549,10 +549,6 @@ func (g *Generate) recount(gen *conv.Generation) {
 	gen.CompletionTokens = n
 }
 
-// answer is a generation as the assistant message of a conversation.
-func answer(g *conv.Generation) conv.Message {
-	return conv.Message{Role: conv.Assistant, Content: g.Content, Reasoning: g.Reasoning, ToolCalls: g.ToolCalls}
-}
 
 // promptTokens is the prompt's length: counted by tokenize, else guessed
 // from its characters (about four per token).
