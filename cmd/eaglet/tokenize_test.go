@@ -49,8 +49,8 @@ func TestTokenize_Errors(t *testing.T) {
 	}{
 		{"no tokenizer flag", "", []string{"tokenize"}, exitUsage, "--tokenizer is required"},
 		{"missing tokenizer", "", []string{"tokenize", "--tokenizer", "/nonexistent"}, exitFailure, "/nonexistent"},
-		{"bad json", "{\"id\": 1, \"text\": \"a\"}\n{oops\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, "stdin line 2"},
-		{"no text", "{\"id\": 1}\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, `missing "text"`},
+		{"bad json", "{\"id\": 1, \"text\": \"a\"}\n{oops\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, "stdin:2: invalid character"},
+		{"no text", "{\"id\": 1}\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, `stdin:1: missing "text"`},
 		{"stray argument", "", []string{"tokenize", "--tokenizer", testTokenizer, "extra"}, exitUsage, "unexpected argument"},
 		{"render without template", "", []string{"render", "--tokenizer", "../../internal/tokenizer/testdata/llama2"}, exitUsage, "no chat template"},
 	}
@@ -74,7 +74,7 @@ func TestRender_TextIDsAndMask(t *testing.T) {
 	type row struct {
 		ID       string `json:"id"`
 		Text     string `json:"text"`
-		IDs      []int  `json:"ids"`
+		IDs      []int  `json:"input_ids"`
 		LossMask []int  `json:"loss_mask"`
 	}
 	var rows []row

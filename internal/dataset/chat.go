@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"errors"
+
 	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
@@ -11,12 +13,13 @@ import (
 // flat, tool-call arguments a string or an object, name and tool_call_id.
 // Unlike a dataset row it is kept as given: no made-up call ids, no
 // reasoning split out of content, and a conversation need not have a user
-// turn. A row it cannot read is a *RowError without file or line.
+// turn. Its errors say what is wrong with the row; the caller names the
+// line.
 func DecodeChat(row []byte) (*conv.Record, error) {
 	m := mapping{fields: map[string]string{}, roles: roleWords, asGiven: true}
 	rec, err := convertChat(row, m)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(err.Reason)
 	}
 	return rec, nil
 }
