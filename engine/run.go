@@ -40,6 +40,8 @@ type RunOptions struct {
 	// upstream failed; by default it waits, so a server outage never
 	// replaces a good training file with a smaller one.
 	AllowPartial bool
+	// Now is the clock stages read for today's date (nil: the wall clock).
+	Now func() time.Time
 }
 
 // Result is what happened to one instance in a run.
@@ -90,7 +92,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	stopProg := prog.start()
 	defer stopProg()
 
-	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{Log: prog.line}, prog: prog}
+	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{Log: prog.line, Clock: opts.Now}, prog: prog}
 	results := make(map[*Node]*Result, len(nodes))
 	done := make(map[*Node]chan struct{}, len(nodes))
 	for _, n := range nodes {

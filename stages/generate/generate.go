@@ -549,7 +549,6 @@ func (g *Generate) recount(gen *conv.Generation) {
 	gen.CompletionTokens = n
 }
 
-
 // promptTokens is the prompt's length: counted by tokenize, else guessed
 // from its characters (about four per token).
 func promptTokens(rec *conv.Record) int {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 // ParseKwargs reads template kwargs given as one JSON object, as
@@ -38,4 +40,36 @@ func ParseDate(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("date %q: want YYYY-MM-DD", s)
 	}
 	return d, nil
+}
+
+// Pinned compiles a template for a pipeline stage, whose renders must not
+// depend on the day they run: date (YYYY-MM-DD) pins strftime_now, and a
+// template that prints the date without one is an error naming today's
+// (from today). src overrides the tokenizer's template when not empty;
+// kwargs are apply_chat_template's keyword arguments.
+func Pinned(tok *tokenizer.Tokenizer, src, date string, kwargs map[string]any, today func() time.Time) (*Template, error) {
+	now := today
+	if date != "" {
+		d, err := ParseDate(date)
+		if err != nil {
+			return nil, err
+		}
+		now = func() time.Time { return d }
+	}
+	kw, err := KwargsOf(kwargs)
+	if err != nil {
+		return nil, err
+	}
+	opts := []Option{WithNow(now), WithKwargs(kw)}
+	if src != "" {
+		opts = append(opts, WithSource(src))
+	}
+	t, err := New(tok, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if t.PrintsDate() && date == "" {
+		return nil, fmt.Errorf("the chat template prints today's date (strftime_now): set `date: %s` (or the day to keep) so every run renders the same prompt ids", today().Format(time.DateOnly))
+	}
+	return t, nil
 }
