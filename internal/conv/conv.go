@@ -74,6 +74,29 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 }
 
+// TextPart is one text part of content given as a list, as OpenAI writes it.
+type TextPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// WireContent returns content as the source spelt it, for OpenAI-shaped
+// JSON: nil when it was null, text parts as a list of TextPart, else the
+// string.
+func (m Message) WireContent() any {
+	switch {
+	case m.NullContent && m.Content == "":
+		return nil
+	case len(m.Parts) > 0:
+		parts := make([]TextPart, len(m.Parts))
+		for i, p := range m.Parts {
+			parts[i] = TextPart{Type: "text", Text: p}
+		}
+		return parts
+	}
+	return m.Content
+}
+
 // ToolCall is one function call made by the assistant.
 type ToolCall struct {
 	ID   string `json:"id,omitempty"`

@@ -55,7 +55,7 @@ func encodeMessages(rec *conv.Record) ([]byte, error) {
 		Tools    []wireTool `json:"tools,omitempty"`
 	}{}
 	for _, m := range rec.Messages {
-		w := wireMsg{Role: m.Role, Content: wireContent(m), Reasoning: m.Reasoning, ToolCallID: m.ToolCallID, Name: m.Name}
+		w := wireMsg{Role: m.Role, Content: m.WireContent(), Reasoning: m.Reasoning, ToolCallID: m.ToolCallID, Name: m.Name}
 		for _, tc := range m.ToolCalls {
 			c := wireCall{ID: tc.ID, Type: "function"}
 			c.Function.Name, c.Function.Arguments = tc.Name, string(tc.Arguments)
@@ -70,22 +70,6 @@ func encodeMessages(rec *conv.Record) ([]byte, error) {
 		row.Tools = append(row.Tools, wireTool{Type: "function", Function: t})
 	}
 	return json.Marshal(row)
-}
-
-// wireContent is a message's content as the source spelt it: null, a list
-// of text parts, or a string.
-func wireContent(m conv.Message) any {
-	switch {
-	case m.NullContent && m.Content == "":
-		return nil
-	case len(m.Parts) > 0:
-		parts := make([]map[string]string, len(m.Parts))
-		for i, p := range m.Parts {
-			parts[i] = map[string]string{"type": "text", "text": p}
-		}
-		return parts
-	}
-	return m.Content
 }
 
 // shareGPTFrom is the ShareGPT word for each role.
