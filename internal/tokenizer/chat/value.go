@@ -106,22 +106,29 @@ type form struct {
 	// (DeepSeek-V3); otherwise they are an object, as transformers
 	// documents and servers pass them.
 	argsText bool
+	// none: the template tests content against none (DeepSeek-V3 renders
+	// tool calls only then), so null content is None; other templates get
+	// "", as vLLM gives them, since they would fail on None
+	// ('</think>' in content).
+	none bool
 }
 
 var (
 	iteratesContent = regexp.MustCompile(`for\s+\w+\s+in\s+\w+(\.content|\[\s*['"]content['"]\s*\])`)
+	testsNone       = regexp.MustCompile(`(\.|\[['"])content['"]?\]?\s+is\s+(not\s+)?none`)
 	concatsArgs     = regexp.MustCompile(`\+\s*[\w.\[\]'"]*\barguments\b['"]?\]?\s*[+}]|\barguments\b['"]?\]?\s*\+`)
 )
 
 func formOf(src string) form {
-	return form{partsList: iteratesContent.MatchString(src), argsText: concatsArgs.MatchString(src)}
+	return form{partsList: iteratesContent.MatchString(src), argsText: concatsArgs.MatchString(src), none: testsNone.MatchString(src)}
 }
 
 // contentValue is a message's content as the template expects it: None
-// when the source gave null, a list of text parts or a string.
+// when the source gave null and the template tests for it, a list of text
+// parts or a string.
 func contentValue(m conv.Message, f form) jinja.Value {
 	switch {
-	case m.NullContent && m.Content == "":
+	case m.NullContent && m.Content == "" && f.none:
 		return jinja.None()
 	case len(m.Parts) > 0 && f.partsList:
 		parts := make([]jinja.Value, len(m.Parts))
