@@ -24,7 +24,7 @@ func addChatFlags(fs *flag.FlagSet) chatFlags {
 	}
 }
 
-// template compiles the chat template the flags describe. A template that
+// compile compiles the chat template the flags describe. A template that
 // prints the date without --date renders today's, and says so on stderr.
 func (f chatFlags) compile(env *cmdEnv, name string, tok *tokenizer.Tokenizer, path string) (*chat.Template, error) {
 	var opts []chat.Option

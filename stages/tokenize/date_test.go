@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestTokenize_DatePinsRenders(t *testing.T) {
 	other := t.TempDir()
 	p2, store2 := enginetest.Open(t, other, dateSpec(t, other, `, date: "2026-03-14"`))
 	runOn(t, p2, store2, tuesday)
-	if second := promptIDs(t, other); !equal(first, second) {
+	if second := promptIDs(t, other); !slices.Equal(first, second) {
 		t.Errorf("ids on another day differ:\n%v\n%v", first, second)
 	}
 
@@ -109,7 +110,7 @@ func TestTokenize_DatePinsRenders(t *testing.T) {
 	if got["tokenize[d]"] != "ran" || got["merge"] != "ran" {
 		t.Errorf("after a date change: %v; want tokenize and merge to run", got)
 	}
-	if equal(promptIDs(t, dir), first) {
+	if slices.Equal(promptIDs(t, dir), first) {
 		t.Error("another date rendered the same ids")
 	}
 
@@ -137,16 +138,4 @@ func TestTokenize_DateNeeded(t *testing.T) {
 	if !strings.Contains(msg, "prints today's date (strftime_now): set `date: 2026-03-16`") {
 		t.Errorf("run without date: %q; want an error asking for date:", msg)
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
