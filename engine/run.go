@@ -286,10 +286,13 @@ func hashBytes(b []byte) string {
 
 // contentHash hashes what a record says, not where it was read: the same
 // conversation moved to another file, line, working directory or dataset
-// hashes alike, so its costly outcomes are found again.
+// hashes alike, so its costly outcomes are found again. How the source
+// spelt content and arguments is left out too, as in record keys, so
+// answers stored before eaglet kept the spelling are found again.
 func contentHash(rec *conv.Record) string {
 	c := *rec
 	c.Key, c.Dataset, c.Source = "", "", conv.Source{}
+	c.Messages = conv.Unspelt(c.Messages)
 	data, err := json.Marshal(&c)
 	if err != nil {
 		return ""

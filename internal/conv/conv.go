@@ -179,14 +179,15 @@ func ContentKey(messages []Message, tools []ToolDef) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	// Encoding a slice of plain structs cannot fail.
-	_ = enc.Encode(withoutSpelling(messages))
+	_ = enc.Encode(Unspelt(messages))
 	_ = enc.Encode(tools)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// withoutSpelling returns messages with the source-spelling fields cleared,
-// copying only when one is set.
-func withoutSpelling(messages []Message) []Message {
+// Unspelt returns messages with the source-spelling fields (NullContent,
+// Parts, ArgumentsText) cleared, copying only when one is set: what
+// identifies a conversation, as keys made before those fields did.
+func Unspelt(messages []Message) []Message {
 	spelt := func(m Message) bool {
 		if m.NullContent || m.Parts != nil {
 			return true
