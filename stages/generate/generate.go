@@ -235,7 +235,7 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 		g.tok = v.(*tokenizer.Tokenizer)
 		if g.ep.takesIDs {
 			if g.tmpl, err = chat.Pinned(g.tok, "", o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
-				return nil, &specs.Error{Pos: inst.Stage.OptionPos("tokenizer"), Msg: fmt.Sprintf("stage %s: tokenizer %s: %v", inst.Stage.Name, dir, err)}
+				return nil, &specs.Error{Pos: inst.Stage.OptionPos("tokenizer"), Msg: fmt.Sprintf("tokenizer %s: %v", dir, err)}
 			}
 		}
 	}

@@ -139,3 +139,17 @@ func TestTokenize_DateNeeded(t *testing.T) {
 		t.Errorf("run without date: %q; want an error asking for date:", msg)
 	}
 }
+
+func TestTokenize_CheckOptions(t *testing.T) {
+	for _, tt := range []struct{ with, msg string }{
+		{`, date: "14/03/2026"`, `date "14/03/2026": want YYYY-MM-DD`},
+		{`, date: "2026-03-14", chat_template_kwargs: {messages: []}`, `template kwarg "messages": the template gets messages from the conversation`},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "spec.yaml")
+		os.WriteFile(path, []byte(dateSpec(t, dir, tt.with)), 0o644)
+		if _, err := engine.Load(path, enginetest.NoEnv); err == nil || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%s: error %v; want one saying %q", tt.with, err, tt.msg)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func newTokenize(inst *stages.Instance) (stages.Stage, error) {
 	}
 	tmpl, err := chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now)
 	if err != nil {
-		return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: fmt.Sprintf("stage %s: %v", inst.Stage.Name, err)}
+		return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: err.Error()}
 	}
 	t := &Tokenize{tmpl: tmpl, max: o.MaxPromptTokens.Int(), paths: []string{dir}}
 	if tpl != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
@@ -23,6 +24,9 @@ func ParseKwargs(data []byte) (map[string]json.RawMessage, error) {
 func KwargsOf(m map[string]any) (map[string]json.RawMessage, error) {
 	kw := make(map[string]json.RawMessage, len(m))
 	for k, v := range m {
+		if slices.Contains(reserved, k) {
+			return nil, fmt.Errorf("template kwarg %q: the template gets %s from the conversation", k, k)
+		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("template kwarg %q: %w", k, err)
