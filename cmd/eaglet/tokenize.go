@@ -30,7 +30,7 @@ encoded is written as {"id", "error"}, reported on stderr with its line,
 and makes the exit status 1.
 PATH is a model directory (tokenizer.json[.gz], tokenizer_config.json) or a tokenizer file.`)
 	path := fs.String("tokenizer", "", "model directory or tokenizer file (required)")
-	addSpecial := fs.Bool("add-special-tokens", false, "add the post-processor's tokens (BOS for most models)")
+	addSpecial := fs.Bool("add-special-tokens", false, "add the post-processor's tokens (BOS for most models) to text rows; chat templates hold their own")
 	cf := addChatFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
