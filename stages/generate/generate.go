@@ -71,8 +71,10 @@ type Options struct {
 	Budget *BudgetOptions `yaml:"budget" fp:"-"`
 	// ChatTemplateKwargs go to the chat template: sent with chat requests
 	// (over the endpoint's options) and used for the stage's own renders.
+	// They default to those of the tokenize stage generate reads from.
 	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
-	// Date pins the day the stage's own renders print (as tokenize's date:).
+	// Date pins the day the stage's own renders print (as tokenize's date:,
+	// which is the default).
 	Date string `yaml:"date"`
 }
 
@@ -152,7 +154,7 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		if opts.Turns == "all" && opts.Tokenizer == "" && e.takesIDs {
 			bad(st.OptionPos("turns"), "turns: all on endpoint %s, which takes token ids, needs `tokenizer:` on the stage to render each turn", ep.Name)
 		}
-		if err := checkKwargs(spec, st, opts, e); err != nil {
+		if err := inheritTemplate(spec, st, opts, e); err != nil {
 			errs = multierror.Append(errs, err)
 		}
 	}

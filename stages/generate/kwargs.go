@@ -8,37 +8,46 @@ import (
 	"github.com/eaglet-dev/eaglet/specs"
 )
 
-// checkKwargs refuses template kwargs that differ from those of the
-// tokenize stage the generate stage reads from: the server (or the stage's
-// own renders of later turns) would render another prompt than the one
-// tokenize counted and encoded.
-func checkKwargs(spec *specs.Spec, st *specs.Stage, opts *Options, e *endpoint) error {
+// inheritTemplate makes the generate stage render as the tokenize stage
+// it reads from does. Its chat_template_kwargs and date default to that
+// stage's, so one setting reaches both eaglet's renders and the server's;
+// kwargs set on both (or on the endpoint) that differ are an error: the
+// server, or the stage's own renders of later turns, would render another
+// prompt than the one tokenize counted and encoded.
+func inheritTemplate(spec *specs.Spec, st *specs.Stage, opts *Options, e *endpoint) error {
 	tok := upstreamOfKind(spec, st, "tokenize")
 	if tok == nil {
 		return nil
 	}
 	var theirs struct {
 		Kwargs map[string]any `yaml:"chat_template_kwargs"`
+		Date   string         `yaml:"date"`
 	}
 	// The tokenize stage reports its own options' errors (here every key
-	// but this one is unknown).
+	// but these is unknown).
 	_ = spec.Decode(tok.With, &theirs)
-	ours := opts.ChatTemplateKwargs
-	if !e.takesIDs {
-		ours = maps.Clone(e.kwargs)
-		if ours == nil {
-			ours = map[string]any{}
-		}
-		maps.Copy(ours, opts.ChatTemplateKwargs)
-	} else if opts.Tokenizer == "" {
-		return nil // nothing rendered here: the ids come from tokenize
+	if opts.Date == "" {
+		opts.Date = theirs.Date
 	}
-	a, b := canonical(theirs.Kwargs), canonical(ours)
-	if a == b {
+	sent := opts.ChatTemplateKwargs
+	if !e.takesIDs {
+		sent = maps.Clone(e.kwargs)
+		if sent == nil {
+			sent = map[string]any{}
+		}
+		maps.Copy(sent, opts.ChatTemplateKwargs)
+	}
+	if len(sent) == 0 {
+		opts.ChatTemplateKwargs = theirs.Kwargs
 		return nil
 	}
-	pos := st.OptionPos("chat_template_kwargs")
-	return &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: chat_template_kwargs %s differ from stage %s's %s: the prompt generate sends would not be the one tokenize encoded; give both the same (on generate or its endpoint's options)", st.Name, b, tok.Name, a)}
+	if e.takesIDs && opts.Tokenizer == "" {
+		return nil // nothing rendered with them: the ids come from tokenize
+	}
+	if a, b := canonical(theirs.Kwargs), canonical(sent); a != b {
+		return &specs.Error{Pos: st.OptionPos("chat_template_kwargs"), Msg: fmt.Sprintf("stage %s: chat_template_kwargs %s differ from stage %s's %s: the prompt generate sends would not be the one tokenize encoded; give both the same, or leave them to generate's default, tokenize's", st.Name, b, tok.Name, a)}
+	}
+	return nil
 }
 
 // canonical is kwargs as sorted JSON, "{}" when there are none.
