@@ -122,3 +122,18 @@ func TestTokenize_ChatRows(t *testing.T) {
 		t.Errorf("got %s; want the rendered prompt's ids %s, then the text's", out, want)
 	}
 }
+
+func TestTokenize_ChatRowWithoutTemplate(t *testing.T) {
+	in := `{"id": 1, "text": "Hi"}` + "\n" + `{"id": 2, "messages": [{"role": "user", "content": "Hi"}]}` + "\n"
+	code, out, stderr := runCmd(t, in, "tokenize", "--tokenizer", "../../internal/tokenizer/testdata/llama2")
+	if code != exitFailure || !strings.Contains(stderr, "stdin:2: ") || !strings.Contains(stderr, "has no chat template for chat rows") {
+		t.Errorf("exit %d, stderr %q; want line 2 failed for want of a template", code, stderr)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], `{"id":1,"ids":[`) || !strings.Contains(lines[1], `"error"`) {
+		t.Errorf("output %s; want the text row's ids and an error row", out)
+	}
+	code, _, stderr = runCmd(t, in, "tokenize", "--tokenizer", testTokenizer, "--template-kwargs", "nope")
+	if code != exitUsage || !strings.Contains(stderr, "--template-kwargs") {
+		t.Errorf("bad --template-kwargs: exit %d, stderr %q; want a usage error", code, stderr)
+	}
+}

@@ -39,13 +39,16 @@ PATH is a model directory (tokenizer.json[.gz], tokenizer_config.json) or a toke
 	if err != nil {
 		return err
 	}
-	// The template is compiled on the first chat row: text-only input
-	// needs none, and a tokenizer without one is fine for it.
-	var (
-		once    sync.Once
-		tmpl    *chat.Template
-		tmplErr error
-	)
+	// Text-only input needs no chat template: a tokenizer without one
+	// fails only the chat rows.
+	var tmpl *chat.Template
+	tmplErr := fmt.Errorf("%s has no chat template for chat rows; pass --chat-template", *path)
+	if *cf.template != "" || tok.Config().ChatTemplate != "" {
+		if tmpl, err = cf.compile(env, "tokenize", tok, *path); err != nil {
+			return err
+		}
+		tmplErr = nil
+	}
 	type in struct {
 		Text     *string         `json:"text"`
 		Messages json.RawMessage `json:"messages"`
@@ -65,7 +68,6 @@ PATH is a model directory (tokenizer.json[.gz], tokenizer_config.json) or a toke
 		case r.Messages == nil:
 			return nil, errors.New(`missing "text" (or "messages" for a chat row)`)
 		}
-		once.Do(func() { tmpl, tmplErr = cf.compile(env, "tokenize", tok, *path) })
 		if tmplErr != nil {
 			return nil, tmplErr
 		}
