@@ -40,6 +40,8 @@ type RunOptions struct {
 	// upstream failed; by default it waits, so a server outage never
 	// replaces a good training file with a smaller one.
 	AllowPartial bool
+	// Now is the clock stages read for today's date (nil: the wall clock).
+	Now func() time.Time
 }
 
 // Result is what happened to one instance in a run.
@@ -90,7 +92,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	stopProg := prog.start()
 	defer stopProg()
 
-	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{Log: prog.line}, prog: prog}
+	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{Log: prog.line, Clock: opts.Now}, prog: prog}
 	results := make(map[*Node]*Result, len(nodes))
 	done := make(map[*Node]chan struct{}, len(nodes))
 	for _, n := range nodes {
@@ -284,10 +286,13 @@ func hashBytes(b []byte) string {
 
 // contentHash hashes what a record says, not where it was read: the same
 // conversation moved to another file, line, working directory or dataset
-// hashes alike, so its costly outcomes are found again.
+// hashes alike, so its costly outcomes are found again. How the source
+// spelt content and arguments is left out too, as in record keys, so
+// answers stored before eaglet kept the spelling are found again.
 func contentHash(rec *conv.Record) string {
 	c := *rec
 	c.Key, c.Dataset, c.Source = "", "", conv.Source{}
+	c.Messages = conv.Unspelt(c.Messages)
 	data, err := json.Marshal(&c)
 	if err != nil {
 		return ""

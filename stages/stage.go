@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
@@ -257,8 +258,19 @@ type Shared struct {
 	// Log, when set, writes a line about the run rather than one instance
 	// (an endpoint's URL going out of service); secrets are scrubbed.
 	Log func(format string, args ...any)
-	mu  sync.Mutex
-	m   map[string]any
+	// Clock is the run's clock (nil: the wall clock), settable so tests
+	// can move a run to another day.
+	Clock func() time.Time
+	mu    sync.Mutex
+	m     map[string]any
+}
+
+// Now returns the run's current time.
+func (s *Shared) Now() time.Time {
+	if s == nil || s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock()
 }
 
 // Get returns the resource stored under key, making it on first use.

@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
 
-	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+	"github.com/eaglet-dev/eaglet/internal/dataset"
 )
 
 func init() {
@@ -16,13 +12,18 @@ func init() {
 }
 
 func runRender(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "render", "--tokenizer PATH [--add-generation-prompt] [--chat-template FILE] < in.jsonl > out.jsonl",
-		`Reads {"id": ..., "messages": [...], "tools": [...]} lines and writes
-{"id", "text", "ids", "loss_mask"} lines, in order; loss_mask is 1 on the
-tokens the assistant generated, its end-of-turn token included.`)
+	fs := newFlags(env, "render", "--tokenizer PATH [--add-generation-prompt] [--chat-template FILE] [--date YYYY-MM-DD] [--template-kwargs JSON] < in.jsonl > out.jsonl",
+		`Reads chat rows as apply_chat_template and OpenAI-compatible servers take
+them ({"id", "messages", "tools"}: content a string, null or a list of
+parts; reasoning_content, reasoning or thinking; tools wrapped or flat;
+tool-call arguments a string or an object) and writes
+{"id", "text", "input_ids", "loss_mask"} lines, in order; loss_mask is 1
+on the tokens the assistant generated, its end-of-turn token included.
+A row that cannot be rendered is written as {"id", "error"}, reported on
+stderr with its line, and makes the exit status 1.`)
 	path := fs.String("tokenizer", "", "model directory or tokenizer file (required)")
 	addGen := fs.Bool("add-generation-prompt", false, "end with the prompt for the assistant's next answer")
-	templateFile := fs.String("chat-template", "", "Jinja file to use instead of the tokenizer's chat template")
+	cf := addChatFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -30,40 +31,25 @@ tokens the assistant generated, its end-of-turn token included.`)
 	if err != nil {
 		return err
 	}
-	var opts []chat.Option
-	if *templateFile != "" {
-		src, err := os.ReadFile(*templateFile)
-		if err != nil {
-			return &exitError{code: exitUsage, err: fmt.Errorf("--chat-template: %w", err)}
-		}
-		opts = append(opts, chat.WithSource(string(src)))
-	}
-	tmpl, err := chat.New(tok, opts...)
-	if errors.Is(err, chat.ErrNoTemplate) {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s has no chat template; pass --chat-template", *path)}
-	} else if err != nil {
+	tmpl, err := cf.compile(env, "render", tok, *path)
+	if err != nil {
 		return err
-	}
-	type in struct {
-		ID       json.RawMessage `json:"id"`
-		Messages []conv.Message  `json:"messages"`
-		Tools    []conv.ToolDef  `json:"tools"`
 	}
 	type out struct {
 		ID       json.RawMessage `json:"id"`
 		Text     string          `json:"text"`
-		IDs      []int           `json:"ids"`
+		InputIDs []int           `json:"input_ids"`
 		LossMask []int           `json:"loss_mask"`
 	}
-	return mapJSONL(ctx, env, func(line []byte) (any, error) {
-		var r in
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, err
-		}
-		enc, err := tmpl.Encode(r.Messages, r.Tools, *addGen)
+	return mapJSONL(ctx, env, func(line []byte, id json.RawMessage) (any, error) {
+		rec, err := dataset.DecodeChat(line)
 		if err != nil {
 			return nil, err
 		}
-		return out{ID: r.ID, Text: enc.Text, IDs: enc.IDs, LossMask: enc.LossMask}, nil
+		enc, err := tmpl.Encode(rec.Messages, rec.Tools, *addGen)
+		if err != nil {
+			return nil, err
+		}
+		return out{ID: id, Text: enc.Text, InputIDs: enc.IDs, LossMask: enc.LossMask}, nil
 	})
 }

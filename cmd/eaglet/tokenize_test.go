@@ -49,8 +49,8 @@ func TestTokenize_Errors(t *testing.T) {
 	}{
 		{"no tokenizer flag", "", []string{"tokenize"}, exitUsage, "--tokenizer is required"},
 		{"missing tokenizer", "", []string{"tokenize", "--tokenizer", "/nonexistent"}, exitFailure, "/nonexistent"},
-		{"bad json", "{\"id\": 1, \"text\": \"a\"}\n{oops\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, "stdin line 2"},
-		{"no text", "{\"id\": 1}\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, `missing "text"`},
+		{"bad json", "{\"id\": 1, \"text\": \"a\"}\n{oops\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, "stdin:2: invalid character"},
+		{"no text", "{\"id\": 1}\n", []string{"tokenize", "--tokenizer", testTokenizer}, exitFailure, `stdin:1: missing "text"`},
 		{"stray argument", "", []string{"tokenize", "--tokenizer", testTokenizer, "extra"}, exitUsage, "unexpected argument"},
 		{"render without template", "", []string{"render", "--tokenizer", "../../internal/tokenizer/testdata/llama2"}, exitUsage, "no chat template"},
 	}
@@ -71,21 +71,7 @@ func TestRender_TextIDsAndMask(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	type row struct {
-		ID       string `json:"id"`
-		Text     string `json:"text"`
-		IDs      []int  `json:"ids"`
-		LossMask []int  `json:"loss_mask"`
-	}
-	var rows []row
-	dec := json.NewDecoder(strings.NewReader(out))
-	for dec.More() {
-		var r row
-		if err := dec.Decode(&r); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, r)
-	}
+	rows := renderRows(t, out)
 	if len(rows) != 2 {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -97,8 +83,8 @@ func TestRender_TextIDsAndMask(t *testing.T) {
 	for _, m := range a.LossMask {
 		masked += m
 	}
-	if len(a.LossMask) != len(a.IDs) || masked == 0 || a.LossMask[len(a.LossMask)-1] != 0 || a.LossMask[len(a.LossMask)-2] != 1 {
-		t.Errorf("loss mask %v for ids %v", a.LossMask, a.IDs)
+	if len(a.LossMask) != len(a.InputIDs) || masked == 0 || a.LossMask[len(a.LossMask)-1] != 0 || a.LossMask[len(a.LossMask)-2] != 1 {
+		t.Errorf("loss mask %v for ids %v", a.LossMask, a.InputIDs)
 	}
 	if rows[1].Text != "<|im_start|>user\nHi<|im_end|>\n" {
 		t.Errorf("b text = %q", rows[1].Text)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 )
 
 // Roles a Message may carry. Loaders map every dataset vocabulary
@@ -55,6 +56,14 @@ type Source struct {
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// NullContent records that the source gave content as null (or left it
+	// out), which some chat templates treat apart from "" (DeepSeek-V3
+	// renders tool calls only then). Content is "" when it is set.
+	NullContent bool `json:"null_content,omitempty"`
+	// Parts are the text parts of content given as a list of several
+	// parts; Content holds them joined without a separator. Templates that
+	// iterate content get them as parts, as servers pass them.
+	Parts []string `json:"parts,omitempty"`
 	// Reasoning is the assistant's thinking, kept apart from its answer.
 	Reasoning string `json:"reasoning,omitempty"`
 	// ToolCalls are the calls an assistant message makes.
@@ -65,12 +74,39 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 }
 
+// TextPart is one text part of content given as a list, as OpenAI writes it.
+type TextPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// WireContent returns content as the source spelt it, for OpenAI-shaped
+// JSON: nil when it was null, text parts as a list of TextPart, else the
+// string.
+func (m Message) WireContent() any {
+	switch {
+	case m.NullContent && m.Content == "":
+		return nil
+	case len(m.Parts) > 0:
+		parts := make([]TextPart, len(m.Parts))
+		for i, p := range m.Parts {
+			parts[i] = TextPart{Type: "text", Text: p}
+		}
+		return parts
+	}
+	return m.Content
+}
+
 // ToolCall is one function call made by the assistant.
 type ToolCall struct {
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name"`
 	// Arguments is a JSON object; loaders decode string and double-encoded forms.
 	Arguments json.RawMessage `json:"arguments"`
+	// ArgumentsText is the arguments as the source wrote them when it gave
+	// them as a JSON string (the OpenAI shape): templates see that string,
+	// as transformers passes it.
+	ArgumentsText string `json:"arguments_text,omitempty"`
 }
 
 // ToolDef is a function the assistant may call.
@@ -124,13 +160,60 @@ func (r *Record) Conversation() []Message {
 	return append(out, Message{Role: Assistant, Content: g.Content, Reasoning: g.Reasoning, ToolCalls: g.ToolCalls})
 }
 
+// Message returns the answer as the assistant message of a conversation
+// that goes on (turn by turn generation): an answer of only tool calls has
+// null content, as servers send it, so templates that branch on it render
+// the calls. Conversation leaves that out: handoff formats write content
+// as a string.
+func (g *Generation) Message() Message {
+	return Message{Role: Assistant, Content: g.Content, NullContent: g.Content == "" && len(g.ToolCalls) > 0,
+		Reasoning: g.Reasoning, ToolCalls: g.ToolCalls}
+}
+
 // ContentKey returns a stable key for a conversation: a hash of its messages
-// and tools, independent of file names, line numbers and spec edits.
+// and tools, independent of file names, line numbers and spec edits. How
+// the source spelt content and arguments (NullContent, Parts,
+// ArgumentsText) is left out, so keys made before those fields existed
+// stay valid and resumed runs find their work.
 func ContentKey(messages []Message, tools []ToolDef) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	// Encoding a slice of plain structs cannot fail.
-	_ = enc.Encode(messages)
+	_ = enc.Encode(Unspelt(messages))
 	_ = enc.Encode(tools)
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Unspelt returns messages with the source-spelling fields (NullContent,
+// Parts, ArgumentsText) cleared, copying only when one is set: what
+// identifies a conversation, as keys made before those fields did.
+func Unspelt(messages []Message) []Message {
+	spelt := func(m Message) bool {
+		if m.NullContent || m.Parts != nil {
+			return true
+		}
+		for _, c := range m.ToolCalls {
+			if c.ArgumentsText != "" {
+				return true
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(messages, spelt) {
+		return messages
+	}
+	out := make([]Message, len(messages))
+	for i, m := range messages {
+		m.NullContent, m.Parts = false, nil
+		if len(m.ToolCalls) > 0 {
+			calls := make([]ToolCall, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				c.ArgumentsText = ""
+				calls[j] = c
+			}
+			m.ToolCalls = calls
+		}
+		out[i] = m
+	}
+	return out
 }

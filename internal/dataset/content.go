@@ -12,6 +12,10 @@ type content struct {
 	text      string
 	reasoning string
 	calls     []conv.ToolCall
+	// null is set when content was null or absent, not "".
+	null bool
+	// parts are the text parts of a list of several.
+	parts []string
 }
 
 // parseContent reads content given as a string, null, or a list of typed
@@ -23,6 +27,7 @@ func parseContent(raw json.RawMessage) (content, *RowError) {
 	var c content
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
+		c.null = true
 		return c, nil
 	case isString(raw):
 		s, _ := str(raw)
@@ -35,10 +40,11 @@ func parseContent(raw json.RawMessage) (content, *RowError) {
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return c, rowErr("bad content", "content parts: %v", err)
 	}
-	var text, reasoning strings.Builder
-	for _, p := range parts {
+	var reasoning strings.Builder
+	var texts []string
+	for i, p := range parts {
 		if s, ok := str(p); ok && isString(p) {
-			text.WriteString(s)
+			texts = append(texts, s)
 			continue
 		}
 		var part struct {
@@ -57,7 +63,7 @@ func parseContent(raw json.RawMessage) (content, *RowError) {
 		}
 		switch part.Type {
 		case "text", "input_text", "output_text", "":
-			text.WriteString(body)
+			texts = append(texts, body)
 		case "reasoning", "thinking":
 			reasoning.WriteString(body)
 		case "tool_call", "function_call":
@@ -75,12 +81,17 @@ func parseContent(raw json.RawMessage) (content, *RowError) {
 			}
 			c.calls = append(c.calls, calls...)
 		case "image", "image_url", "input_image", "video", "video_url", "audio", "input_audio", "file":
-			return c, rowErr("media content", "content has a part of type %s; eaglet builds text-only training data: drop multimodal rows", part.Type)
+			return c, rowErr("media content", "content part %d is of type %s; eaglet builds text-only training data: drop multimodal rows", i, part.Type)
 		default:
-			return c, rowErr("bad content", "content part type %q is not one eaglet knows (text, reasoning, tool_call)", part.Type)
+			return c, rowErr("bad content", "content part %d has type %q, not one eaglet knows (text, reasoning, tool_call)", i, part.Type)
 		}
 	}
-	c.text, c.reasoning = text.String(), reasoning.String()
+	// Joined without a separator, as before parts were kept, so record
+	// keys do not change; templates and servers get the parts themselves.
+	c.text, c.reasoning = strings.Join(texts, ""), reasoning.String()
+	if len(texts) > 1 {
+		c.parts = texts
+	}
 	return c, nil
 }
 

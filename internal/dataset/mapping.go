@@ -48,6 +48,10 @@ var roleWords = map[string]string{
 type mapping struct {
 	fields map[string]string // canonical name -> dataset key
 	roles  map[string]string // dataset role word -> conv role
+	// asGiven keeps messages as the row spells them (DecodeChat): no ids
+	// made up for calls, no reasoning split out of content, no checks that
+	// the conversation is something to train on.
+	asGiven bool
 }
 
 func newMapping(in map[string]string) (mapping, error) {

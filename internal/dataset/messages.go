@@ -124,6 +124,9 @@ func convertMessages(list json.RawMessage, m mapping) ([]conv.Message, *RowError
 		}
 		msgs = append(msgs, msg)
 	}
+	if m.asGiven {
+		return msgs, nil
+	}
 	tieToolResults(msgs)
 	if err := checkConversation(msgs); err != nil {
 		return nil, err
@@ -231,6 +234,7 @@ func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 		return msg, err
 	}
 	msg.Content, msg.Reasoning = c.text, c.reasoning
+	msg.NullContent, msg.Parts = c.null, c.parts
 	msg.ToolCalls = c.calls
 	if r, ok := str(o.reasoning); !ok {
 		return msg, rowErr("bad reasoning", "reasoning is not a string")
@@ -243,7 +247,7 @@ func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 		if err != nil {
 			return msg, err
 		}
-		msg.Content, msg.ToolCalls = "", append(msg.ToolCalls, calls...)
+		msg.Content, msg.NullContent, msg.ToolCalls = "", false, append(msg.ToolCalls, calls...)
 	}
 	calls, err := parseToolCalls(o.toolCalls)
 	if err != nil {
@@ -256,6 +260,11 @@ func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 			return msg, err
 		}
 		msg.ToolCalls = append(msg.ToolCalls, call)
+	}
+	if m.asGiven {
+		msg.ToolCallID, _ = str(o.toolCallID)
+		msg.Name, _ = str(o.name)
+		return msg, nil
 	}
 	if msg.Role == conv.Assistant && msg.Reasoning == "" {
 		msg.Reasoning, msg.Content = splitReasoning(msg.Content)

@@ -79,7 +79,13 @@ func parseToolCall(raw json.RawMessage) (conv.ToolCall, *RowError) {
 		err.Reason = "tool call " + w.Name + ": " + err.Reason
 		return conv.ToolCall{}, err
 	}
-	return conv.ToolCall{ID: w.ID, Name: w.Name, Arguments: args}, nil
+	call := conv.ToolCall{ID: w.ID, Name: w.Name, Arguments: args}
+	// Text equal to the compact object is left out: it is what a template
+	// that wants a string is given anyway.
+	if s, ok := str(w.Arguments); ok && isString(w.Arguments) && strings.TrimSpace(s) != "" && s != string(args) {
+		call.ArgumentsText = s
+	}
+	return call, nil
 }
 
 // codeTools are code-interpreter tools whose arguments are, by the

@@ -44,7 +44,7 @@ type wireTool struct {
 func encodeMessages(rec *conv.Record) ([]byte, error) {
 	type wireMsg struct {
 		Role       string     `json:"role"`
-		Content    string     `json:"content"`
+		Content    any        `json:"content"`
 		Reasoning  string     `json:"reasoning_content,omitempty"`
 		ToolCalls  []wireCall `json:"tool_calls,omitempty"`
 		ToolCallID string     `json:"tool_call_id,omitempty"`
@@ -55,10 +55,13 @@ func encodeMessages(rec *conv.Record) ([]byte, error) {
 		Tools    []wireTool `json:"tools,omitempty"`
 	}{}
 	for _, m := range rec.Messages {
-		w := wireMsg{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning, ToolCallID: m.ToolCallID, Name: m.Name}
+		w := wireMsg{Role: m.Role, Content: m.WireContent(), Reasoning: m.Reasoning, ToolCallID: m.ToolCallID, Name: m.Name}
 		for _, tc := range m.ToolCalls {
 			c := wireCall{ID: tc.ID, Type: "function"}
 			c.Function.Name, c.Function.Arguments = tc.Name, string(tc.Arguments)
+			if tc.ArgumentsText != "" {
+				c.Function.Arguments = tc.ArgumentsText
+			}
 			w.ToolCalls = append(w.ToolCalls, c)
 		}
 		row.Messages = append(row.Messages, w)

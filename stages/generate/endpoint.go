@@ -34,6 +34,9 @@ type endpoint struct {
 	// takesIDs is set when the API takes token ids rather than messages
 	// (SGLang's /generate, /v1/completions).
 	takesIDs bool
+	// kwargs are the chat_template_kwargs the endpoint's options send with
+	// every chat request.
+	kwargs map[string]any
 	// downSince is when requests began to find every URL out of service
 	// (unix nanoseconds; 0 while one is in).
 	downSince atomic.Int64
@@ -156,7 +159,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
-		e.be, e.takesIDs = c, o.Completions
+		e.be, e.takesIDs, e.kwargs = c, o.Completions, o.ChatTemplateKwargs
 		e.identity = fmt.Sprintf("openai|%s|%t|%v|%v", ep.Model, o.Completions, o.ChatTemplateKwargs, o.Extra)
 	default:
 		return nil, fmt.Errorf("endpoint %s: api %q is not supported", ep.Name, ep.API)

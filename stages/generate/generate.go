@@ -69,6 +69,13 @@ type Options struct {
 	// Budget stops sending requests before a limit is crossed; records not
 	// sent are skipped (budget) and sent by a later run with a larger budget.
 	Budget *BudgetOptions `yaml:"budget" fp:"-"`
+	// ChatTemplateKwargs go to the chat template: sent with chat requests
+	// (over the endpoint's options) and used for the stage's own renders.
+	// They default to those of the tokenize stage generate reads from.
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
+	// Date pins the day the stage's own renders print (as tokenize's date:,
+	// which is the default).
+	Date string `yaml:"date"`
 }
 
 const defaultMaxTokens = 4096
@@ -143,8 +150,18 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 			err = &specs.Error{Pos: ep.Pos, Msg: err.Error()}
 		}
 		errs = multierror.Append(errs, err) // positioned inside the endpoint's options
-	} else if opts.Turns == "all" && opts.Tokenizer == "" && e.takesIDs {
-		bad(st.OptionPos("turns"), "turns: all on endpoint %s, which takes token ids, needs `tokenizer:` on the stage to render each turn", ep.Name)
+	} else {
+		if opts.Turns == "all" && opts.Tokenizer == "" && e.takesIDs {
+			bad(st.OptionPos("turns"), "turns: all on endpoint %s, which takes token ids, needs `tokenizer:` on the stage to render each turn", ep.Name)
+		}
+		if err := inheritTemplate(spec, st, opts, e); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	if opts.Date != "" {
+		if _, err := chat.ParseDate(opts.Date); err != nil {
+			bad(st.OptionPos("date"), "%v", err)
+		}
 	}
 	return errs.ErrorOrNil()
 }
@@ -219,11 +236,9 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 		}
 		g.tok = v.(*tokenizer.Tokenizer)
 		if g.ep.takesIDs {
-			v, err := inst.Shared.Get("template:"+dir, func() (any, error) { return chat.New(g.tok) })
-			if err != nil {
-				return nil, fmt.Errorf("tokenizer %s: chat template: %w", dir, err)
+			if g.tmpl, err = chat.Pinned(g.tok, "", o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
+				return nil, &specs.Error{Pos: inst.Stage.OptionPos("tokenizer"), Msg: fmt.Sprintf("tokenizer %s: %v", dir, err)}
 			}
-			g.tmpl = v.(*chat.Template)
 		}
 	}
 	if o.Budget != nil {
@@ -449,7 +464,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		steps++
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
 			MaxTokens: g.maxTokens, Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK,
-			Stop: g.opts.Stop, Seed: g.opts.Seed}
+			Stop: g.opts.Stop, Seed: g.opts.Seed, ChatTemplateKwargs: g.opts.ChatTemplateKwargs}
 		if t != nil {
 			done := spent
 			req.Progress = func(n int) { t.update(done + n) }
@@ -470,7 +485,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 				if err != nil {
 					return nil, err
 				}
-				m = answer(gen)
+				m = gen.Message()
 			}
 			convo = append(convo, m)
 		}
@@ -487,7 +502,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		return nil, err
 	}
 	for _, f := range followUps {
-		convo = append(convo, answer(gen), f)
+		convo = append(convo, gen.Message(), f)
 		if gen, err = ask(convo, nil); err != nil {
 			return nil, err
 		}
@@ -547,11 +562,6 @@ func (g *Generate) recount(gen *conv.Generation) {
 		n++
 	}
 	gen.CompletionTokens = n
-}
-
-// answer is a generation as the assistant message of a conversation.
-func answer(g *conv.Generation) conv.Message {
-	return conv.Message{Role: conv.Assistant, Content: g.Content, Reasoning: g.Reasoning, ToolCalls: g.ToolCalls}
 }
 
 // promptTokens is the prompt's length: counted by tokenize, else guessed

@@ -40,6 +40,13 @@ type Options struct {
 	ChatTemplate string `yaml:"chat_template"`
 	// MaxPromptTokens drops prompts longer than this (an expression; 0: no limit).
 	MaxPromptTokens specs.Expr `yaml:"max_prompt_tokens" eval:"int"`
+	// Date is the day, YYYY-MM-DD, templates that print today's date
+	// (strftime_now) render; such templates need it, so a rerun on another
+	// day renders the same ids. Part of the fingerprint.
+	Date string `yaml:"date"`
+	// ChatTemplateKwargs are passed to the template as apply_chat_template's
+	// kwargs (enable_thinking, reasoning_effort, thinking). Part of the fingerprint.
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
 }
 
 func check(spec *specs.Spec, st *specs.Stage, o any) error {
@@ -54,6 +61,14 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		if _, err := os.Stat(spec.Resolve(f.path)); err != nil {
 			return &specs.Error{Pos: st.OptionPos(f.key), Msg: fmt.Sprintf("stage %s: %s: %v", st.Name, f.key, err)}
 		}
+	}
+	if opts.Date != "" {
+		if _, err := chat.ParseDate(opts.Date); err != nil {
+			return &specs.Error{Pos: st.OptionPos("date"), Msg: fmt.Sprintf("stage %s: %v", st.Name, err)}
+		}
+	}
+	if _, err := chat.KwargsOf(opts.ChatTemplateKwargs); err != nil {
+		return &specs.Error{Pos: st.OptionPos("chat_template_kwargs"), Msg: fmt.Sprintf("stage %s: %v", st.Name, err)}
 	}
 	return nil
 }
@@ -78,25 +93,23 @@ func newTokenize(inst *stages.Instance) (stages.Stage, error) {
 	dir := inst.Spec.Resolve(o.Tokenizer)
 	tpl := inst.Spec.Resolve(o.ChatTemplate)
 	// Loading a 150k-vocabulary tokenizer takes half a second: once per run.
-	v, err := inst.Shared.Get("tokenizer:"+dir+"|"+tpl, func() (any, error) {
-		tok, err := tokenizer.Load(dir)
-		if err != nil {
-			return nil, err
-		}
-		var opts []chat.Option
-		if tpl != "" {
-			src, err := os.ReadFile(tpl)
-			if err != nil {
-				return nil, err
-			}
-			opts = append(opts, chat.WithSource(string(src)))
-		}
-		return chat.New(tok, opts...)
-	})
+	v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
 	}
-	t := &Tokenize{tmpl: v.(*chat.Template), max: o.MaxPromptTokens.Int(), paths: []string{dir}}
+	src := ""
+	if tpl != "" {
+		b, err := os.ReadFile(tpl)
+		if err != nil {
+			return nil, err
+		}
+		src = string(b)
+	}
+	tmpl, err := chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now)
+	if err != nil {
+		return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: err.Error()}
+	}
+	t := &Tokenize{tmpl: tmpl, max: o.MaxPromptTokens.Int(), paths: []string{dir}}
 	if tpl != "" {
 		t.paths = append(t.paths, tpl)
 	}

@@ -4,8 +4,10 @@
 package chat
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ type Template struct {
 	tok  *tokenizer.Tokenizer
 	vars map[string]jinja.Value
 	ends []string // end-of-turn token strings, longest first
+	form form
 }
 
 // ErrNoTemplate means neither the tokenizer's config nor the caller gave a
@@ -37,6 +40,7 @@ type options struct {
 	source string
 	now    func() time.Time
 	vars   map[string]any
+	kwargs map[string]json.RawMessage
 }
 
 // An Option configures New.
@@ -60,6 +64,17 @@ func WithVar(name string, value any) Option {
 		o.vars[name] = value
 	}
 }
+
+// WithKwargs passes apply_chat_template's keyword arguments (chat_template_kwargs:
+// enable_thinking, reasoning_effort, thinking, ...), each value JSON, decoded
+// as Python's json.loads would (1 an int, 1.0 a float, key order kept).
+func WithKwargs(kwargs map[string]json.RawMessage) Option {
+	return func(o *options) { o.kwargs = kwargs }
+}
+
+// Reserved names the template gets from the conversation itself; a kwarg
+// of that name is an error, as in transformers.
+var reserved = []string{"messages", "tools", "documents", "add_generation_prompt"}
 
 // endOfTurn lists the tokens known to close an assistant turn.
 var endOfTurn = []string{"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|call|>",
@@ -99,6 +114,17 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 	for name, v := range o.vars {
 		t.vars[name] = jinja.FromGoValue(v)
 	}
+	for name, raw := range o.kwargs {
+		if slices.Contains(reserved, name) {
+			return nil, fmt.Errorf("template kwarg %q: the template gets %s from the conversation", name, name)
+		}
+		v, err := jsonValue(raw)
+		if err != nil {
+			return nil, fmt.Errorf("template kwarg %q: %w", name, err)
+		}
+		t.vars[name] = v
+	}
+	t.form = formOf(src)
 	seen := map[string]bool{}
 	for _, s := range append([]string{cfg.EOSToken}, endOfTurn...) {
 		if _, ok := tok.TokenID(s); ok && s != "" && !seen[s] {
@@ -109,6 +135,10 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 	return t, nil
 }
 
+// PrintsDate reports whether the template prints the date (strftime_now),
+// so its renders depend on the day unless the clock is pinned.
+func (t *Template) PrintsDate() bool { return strings.Contains(t.src, "strftime_now") }
+
 // Render returns the template's text for a conversation. With
 // addGenerationPrompt the text ends where the assistant's answer begins.
 func (t *Template) Render(messages []conv.Message, tools []conv.ToolDef, addGenerationPrompt bool) (string, error) {
@@ -118,7 +148,7 @@ func (t *Template) Render(messages []conv.Message, tools []conv.ToolDef, addGene
 	}
 	msgs := make([]jinja.Value, len(messages))
 	for i, m := range messages {
-		v, err := messageValue(m)
+		v, err := messageValue(m, t.form)
 		if err != nil {
 			return "", fmt.Errorf("message %d: %w", i, err)
 		}

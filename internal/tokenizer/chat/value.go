@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -95,12 +96,58 @@ func dict(kv ...any) jinja.Value {
 	return d
 }
 
+// form is what a template expects of content and tool-call arguments.
+type form struct {
+	// partsList: the template iterates content, so text parts reach it as
+	// a list (Gemma 3); otherwise they are joined with newlines, as vLLM
+	// does for string-content templates.
+	partsList bool
+	// argsText: the template concatenates arguments as a string
+	// (DeepSeek-V3); otherwise they are an object, as transformers
+	// documents and servers pass them.
+	argsText bool
+	// none: the template tests content against none (DeepSeek-V3 renders
+	// tool calls only then), so null content is None; other templates get
+	// "", as vLLM gives them, since they would fail on None
+	// ('</think>' in content).
+	none bool
+}
+
+var (
+	iteratesContent = regexp.MustCompile(`for\s+\w+\s+in\s+\w+(\.content|\[\s*['"]content['"]\s*\])`)
+	testsNone       = regexp.MustCompile(`(\.|\[['"])content['"]?\]?\s+is\s+(not\s+)?none`)
+	concatsArgs     = regexp.MustCompile(`\+\s*[\w.\[\]'"]*\barguments\b['"]?\]?\s*[+}]|\barguments\b['"]?\]?\s*\+`)
+)
+
+func formOf(src string) form {
+	return form{partsList: iteratesContent.MatchString(src), argsText: concatsArgs.MatchString(src), none: testsNone.MatchString(src)}
+}
+
+// contentValue is a message's content as the template expects it: None
+// when the source gave null and the template tests for it, a list of text
+// parts or a string.
+func contentValue(m conv.Message, f form) jinja.Value {
+	switch {
+	case m.NullContent && m.Content == "" && f.none:
+		return jinja.None()
+	case len(m.Parts) > 0 && f.partsList:
+		parts := make([]jinja.Value, len(m.Parts))
+		for i, p := range m.Parts {
+			parts[i] = dict("type", jinja.NewString("text"), "text", jinja.NewString(p))
+		}
+		return jinja.NewList(parts)
+	case len(m.Parts) > 0:
+		return jinja.NewString(strings.Join(m.Parts, "\n"))
+	}
+	return jinja.NewString(m.Content)
+}
+
 // messageValue is a message as Hugging Face chat templates expect it:
 // reasoning both as reasoning_content (Qwen3, DeepSeek-R1, Kimi) and
 // thinking (gpt-oss), tool calls in the OpenAI shape with arguments as an
-// object.
-func messageValue(m conv.Message) (jinja.Value, error) {
-	v := dict("role", jinja.NewString(m.Role), "content", jinja.NewString(m.Content))
+// object, or as text for templates that concatenate them.
+func messageValue(m conv.Message, f form) (jinja.Value, error) {
+	v := dict("role", jinja.NewString(m.Role), "content", contentValue(m, f))
 	d := v.AsDict()
 	if m.Reasoning != "" {
 		d.Set("reasoning_content", jinja.NewString(m.Reasoning))
@@ -110,7 +157,12 @@ func messageValue(m conv.Message) (jinja.Value, error) {
 		calls := make([]jinja.Value, 0, len(m.ToolCalls))
 		for _, c := range m.ToolCalls {
 			args := jinja.NewDict()
-			if len(bytes.TrimSpace(c.Arguments)) > 0 {
+			switch {
+			case f.argsText && c.ArgumentsText != "":
+				args = jinja.NewString(c.ArgumentsText)
+			case f.argsText:
+				args = jinja.NewString(strings.TrimSpace(string(c.Arguments)))
+			case len(bytes.TrimSpace(c.Arguments)) > 0:
 				var err error
 				if args, err = jsonValue(c.Arguments); err != nil {
 					return jinja.Undefined(), fmt.Errorf("tool call %s arguments: %w", c.Name, err)

@@ -35,6 +35,9 @@ type Request struct {
 	TopK        *int
 	Stop        []string
 	Seed        *int
+	// ChatTemplateKwargs go to the server's chat template with a chat
+	// request, over the backend's own (enable_thinking, reasoning_effort).
+	ChatTemplateKwargs map[string]any
 	// Progress, when set, is called with the number of completion tokens
 	// produced so far while a streaming answer arrives.
 	Progress func(tokens int)

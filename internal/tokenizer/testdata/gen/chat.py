@@ -112,4 +112,5 @@ def main(testdata):
         print(name, len(out))
 
 
-main(sys.argv[1])
+if __name__ == "__main__":
+    main(sys.argv[1])

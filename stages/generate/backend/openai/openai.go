@@ -90,8 +90,8 @@ func (c *Client) body(req *backend.Request) ([]byte, error) {
 		if len(req.Tools) > 0 {
 			b["tools"] = wireTools(req.Tools)
 		}
-		if c.cfg.ChatTemplateKwargs != nil {
-			b["chat_template_kwargs"] = c.cfg.ChatTemplateKwargs
+		if kw := mergeKwargs(c.cfg.ChatTemplateKwargs, req.ChatTemplateKwargs); kw != nil {
+			b["chat_template_kwargs"] = kw
 		}
 	}
 	if req.Temperature != nil {
@@ -123,9 +123,24 @@ func (c *Client) body(req *backend.Request) ([]byte, error) {
 	return out, nil
 }
 
+// mergeKwargs returns the request's kwargs over the endpoint's.
+func mergeKwargs(base, over map[string]any) map[string]any {
+	if len(over) == 0 {
+		return base
+	}
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
 type wireMessage struct {
 	Role             string         `json:"role"`
-	Content          string         `json:"content"`
+	Content          any            `json:"content"`
 	ReasoningContent string         `json:"reasoning_content,omitempty"`
 	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
@@ -142,14 +157,20 @@ type wireToolCall struct {
 	} `json:"function"`
 }
 
+// wireMessages are messages as the source spelt them, so the server's
+// template sees what eaglet's does: null content stays null, text parts
+// stay parts, string arguments keep their text.
 func wireMessages(msgs []conv.Message) []wireMessage {
 	out := make([]wireMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = wireMessage{Role: m.Role, Content: m.Content, ReasoningContent: m.Reasoning,
+		out[i] = wireMessage{Role: m.Role, Content: m.WireContent(), ReasoningContent: m.Reasoning,
 			ToolCallID: m.ToolCallID, Name: m.Name}
 		for _, tc := range m.ToolCalls {
 			w := wireToolCall{ID: tc.ID, Type: "function"}
 			w.Function.Name, w.Function.Arguments = tc.Name, string(tc.Arguments)
+			if tc.ArgumentsText != "" {
+				w.Function.Arguments = tc.ArgumentsText
+			}
 			out[i].ToolCalls = append(out[i].ToolCalls, w)
 		}
 	}
