@@ -87,9 +87,20 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		}
 	}
 	if r.opts.Dry && isCostly && pending > reused {
-		// What is left costs requests: plan counts it rather than doing it.
+		// What is left costs requests: plan counts it rather than doing
+		// it, once per content however many instances of the run ask.
+		fresh := 0
+		err := r.store.EachPending(ctx, n.ID, upstream, pr.fp, func(row state.Row) error {
+			if row.Chash == "" || r.planned.claim(flightKey(pr.fp, row.Chash)) {
+				fresh++
+			}
+			return nil
+		})
+		if err != nil {
+			return r.fail(n, err)
+		}
 		r.prog.finish(n, "would run")
-		return &Result{Node: n, Action: "would run", Why: why, Reused: reused, Pending: pending - reused}
+		return &Result{Node: n, Action: "would run", Why: why, Reused: reused, Shared: pending - reused - fresh, Pending: fresh}
 	}
 
 	// Workers finish what they started even after an interrupt: a record
@@ -130,9 +141,9 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		feedErr <- err
 	}()
 
-	c, commitErr := r.commitLoop(n, results)
+	c, commitErr := r.commitLoop(n, results, costly)
 	err = <-feedErr
-	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused, Why: why,
+	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused + c.reused, Why: why,
 		Requests: c.requests, Retries: c.retries, PromptTokens: c.prompt, CompletionTokens: c.completion}
 	if sp, ok := st.(stages.Spender); ok {
 		res.Dollars = sp.Spent()
@@ -165,7 +176,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 
 // runCounts is what a pass over an instance's records did.
 type runCounts struct {
-	processed, failed, skipped, requests int
+	processed, failed, skipped, requests, reused int
 	retries                              map[string]int
 	// prompt and completion count the tokens of new done outcomes.
 	prompt, completion int64
@@ -173,7 +184,9 @@ type runCounts struct {
 
 // commitLoop stores outcomes in batches, by count or by age, whichever
 // comes first, so a crash loses at most one small batch of finished work.
-func (r *runner) commitLoop(n *Node, results <-chan outcome) (c runCounts, err error) {
+// costly, when set, is told of outcomes reused from another instance's
+// answer once they are committed, as reuseAll tells it of its own.
+func (r *runner) commitLoop(n *Node, results <-chan outcome, costly stages.Costly) (c runCounts, err error) {
 	var batch []state.Item
 	tick := time.NewTicker(commitAfter)
 	defer tick.Stop()
@@ -184,8 +197,15 @@ func (r *runner) commitLoop(n *Node, results <-chan outcome) (c runCounts, err e
 		}
 		err = r.store.Commit(n.ID, batch)
 		if err == nil {
+			r.flights.forget(batch)
 			for _, it := range batch {
 				r.prog.add(n, it)
+				if it.Reused && costly != nil {
+					var rec conv.Record
+					if json.Unmarshal(it.Data, &rec) == nil {
+						costly.Reused(&rec)
+					}
+				}
 			}
 		}
 		batch = batch[:0]
@@ -213,6 +233,9 @@ func (r *runner) commitLoop(n *Node, results <-chan outcome) (c runCounts, err e
 
 func (c *runCounts) add(it state.Item) {
 	c.processed++
+	if it.Reused {
+		c.reused++
+	}
 	c.requests += it.Requests
 	for k, v := range state.ParseRetries(it.Retries) {
 		if c.retries == nil {
@@ -245,7 +268,52 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 		if it.InChash = row.Chash; it.InChash == "" {
 			it.InChash = contentHash(rec) // a row stored before schema 5
 		}
+		if !r.opts.Force[pr.node] {
+			f, leader := r.flights.join(flightKey(pr.fp, it.InChash))
+			if !leader {
+				// Another instance is asking for this content: share its answer.
+				<-f.done
+				if f.data != nil {
+					if o, ok := reuseData(f.data, rec, it); ok {
+						return o
+					}
+				}
+			} else {
+				o := r.processOnce(ctx, pr, st, row, rec, it)
+				f.finish(o.item)
+				return o
+			}
+		}
 	}
+	return r.processRecord(ctx, pr, st, row, rec, it)
+}
+
+// processOnce leads a flight: an answer committed since the run began
+// (by another instance whose flight is over) is reused, else it asks.
+func (r *runner) processOnce(ctx context.Context, pr *prepared, st stages.Mapper, row state.Row, rec *conv.Record, it state.Item) outcome {
+	found, err := r.store.ReusableOutcome(ctx, pr.fp, it.InChash)
+	if err == nil && found != nil {
+		if o, ok := reuseData(found.Data, rec, it); ok {
+			return o
+		}
+	}
+	return r.processRecord(ctx, pr, st, row, rec, it)
+}
+
+// reuseData makes a reused outcome of an earlier answer's record, with the
+// record's own provenance.
+func reuseData(data []byte, rec *conv.Record, it state.Item) (outcome, bool) {
+	var prev conv.Record
+	if json.Unmarshal(data, &prev) != nil {
+		return outcome{}, false
+	}
+	prev.Key, prev.Dataset, prev.Source = rec.Key, rec.Dataset, rec.Source
+	it.Status, it.Reused = int(stages.Done), true
+	return encodeOutcome(it, &prev), true
+}
+
+// processRecord hands the record to the stage.
+func (r *runner) processRecord(ctx context.Context, pr *prepared, st stages.Mapper, row state.Row, rec *conv.Record, it state.Item) outcome {
 	out, err := st.Process(ctx, rec)
 	if err != nil {
 		if errors.Is(err, stages.ErrInterrupted) || (errors.Is(err, context.Canceled) && ctx.Err() != nil) {
@@ -304,17 +372,14 @@ func (r *runner) reuseAll(ctx context.Context, pr *prepared, c stages.Costly, up
 		if err != nil {
 			return nil // processing reports it
 		}
-		var prev conv.Record
-		if json.Unmarshal(found.Data, &prev) != nil {
+		rec.Key = row.Key
+		o, ok := reuseData(found.Data, rec, state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash, InChash: row.Chash})
+		if !ok || o.item.Status != int(stages.Done) {
 			return nil // an unreadable answer is asked for again
 		}
-		prev.Key, prev.Dataset, prev.Source = row.Key, rec.Dataset, rec.Source
-		o := encodeOutcome(state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash, InChash: row.Chash,
-			Status: int(stages.Done), Reused: true}, &prev)
-		if o.item.Status != int(stages.Done) {
-			return nil
-		}
-		batch, recs = append(batch, o.item), append(recs, &prev)
+		var out conv.Record
+		json.Unmarshal(o.item.Data, &out)
+		batch, recs = append(batch, o.item), append(recs, &out)
 		if len(batch) >= commitEvery {
 			return flush()
 		}

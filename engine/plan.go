@@ -37,8 +37,9 @@ type Step struct {
 	Concurrency int
 	Mapper      bool
 	// Reused counts the records the run answers from earlier answers to
-	// the same content, at no cost.
-	Reused int
+	// the same content, at no cost; Shared those another instance of the
+	// run asks for (a dataset repeating another's prompts).
+	Reused, Shared int
 	// Todo counts the input records the run processes (for a costly stage,
 	// the requests it sends, one per record answered once), after reuse
 	// and budgets; a guess when upstream work is guessed.
@@ -67,13 +68,22 @@ func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
 		if res == nil || s.Err != nil {
 			continue
 		}
-		s.Reused = res.Reused
+		s.Reused, s.Shared = res.Reused, res.Shared
 		switch res.Action {
 		case "would run":
 			// planOn counted what is left after reuse; the reason is the
 			// dry run's (a changed option, never ran).
 			if !strings.HasSuffix(res.Why, " to do") {
 				s.Action = res.Why + "; " + strings.TrimPrefix(s.Action, "will run: ")
+			}
+			if res.Pending < s.Todo && s.Todo > 0 {
+				// Another instance of the run asks for some of these
+				// contents: they are paid for once, there.
+				f := float64(res.Pending) / float64(s.Todo)
+				s.NewTokens = int64(math.Round(float64(s.NewTokens) * f))
+				s.Estimate.Seconds *= f
+				s.Estimate.Dollars *= f
+				s.Todo = res.Pending
 			}
 		case "ran":
 			// The dry run did it: say why, keeping planOn's notes
@@ -91,8 +101,15 @@ func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
 		case "blocked":
 			s.Run, s.Action = true, "blocked: "+res.Err.Error()
 		}
+		var free []string
 		if s.Reused > 0 {
-			s.Action += fmt.Sprintf(" [%s reused, no requests]", Plural(s.Reused, "earlier answer"))
+			free = append(free, Plural(s.Reused, "earlier answer")+" reused")
+		}
+		if s.Shared > 0 {
+			free = append(free, Plural(s.Shared, "prompt")+" asked by another dataset too, sent once")
+		}
+		if len(free) > 0 {
+			s.Action += " [" + strings.Join(free, "; ") + "]"
 		}
 	}
 	return steps

@@ -55,8 +55,9 @@ type Result struct {
 	// Reused counts the processed records answered by an earlier outcome
 	// of the same content (stages.Costly) instead of being processed.
 	Reused int
-	// Pending counts, in a dry run, the records a costly stage would send.
-	Pending int
+	// Pending counts, in a dry run, the records a costly stage would send;
+	// Shared those whose content another instance of the run asks for.
+	Pending, Shared int
 	// Why says why the instance ran or what it would do, in plan's words.
 	Why string
 	// Requests counts the requests this run sent, retries included;
@@ -205,6 +206,10 @@ type runner struct {
 	opts   RunOptions
 	shared *stages.Shared
 	prog   *progress
+	// flights and planned keep a content from being asked for twice in a
+	// run (or counted twice in a dry one) by instances running side by side.
+	flights flights
+	planned planned
 }
 
 func (r *runner) runNode(ctx context.Context, n *Node) *Result {

@@ -347,40 +347,77 @@ func putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
 	return nil
 }
 
-// BatchWriter replaces a batch stage's whole output in one transaction.
+// BatchWriter replaces a batch stage's whole output. It writes the new
+// output aside, under a staging instance, in short transactions, so a long
+// load, cap or merge never holds the store's one writer for more than a
+// commit batch and other datasets keep committing; Commit then swaps it in.
 type BatchWriter struct {
-	inst string
-	tx   *sql.Tx
-	buf  []Item
+	s             *Store
+	inst, staging string
+	buf           []Item
 }
 
+// stagingPrefix marks the instance a batch stage's next output is written
+// under until it is swapped in.
+const stagingPrefix = "staging:"
+
+// swapChunk is how many rows one transaction of a swap moves: about 50 ms.
+const swapChunk = 5000
+
 // BeginBatch starts replacing inst's output. Until Commit, readers see the
-// previous output; a crash leaves it as it was.
+// previous output; a crash leaves it as it was (and the staged rows for the
+// next BeginBatch to clear).
 func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
-	tx, err := s.w.Begin()
-	if err != nil {
-		return nil, err
+	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst}
+	if err := s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging); err != nil {
+		return nil, fmt.Errorf("replace %s: clear an unfinished output: %w", inst, err)
 	}
-	if _, err := tx.Exec(`UPDATE items SET live = 0 WHERE instance = ? AND live = 1`, inst); err != nil {
-		tx.Rollback()
-		return nil, fmt.Errorf("replace %s: %w", inst, err)
-	}
-	return &BatchWriter{inst: inst, tx: tx}, nil
+	return b, nil
 }
+
+// chunked runs a statement over at most swapChunk rows at a time, each in
+// its own transaction, until it changes no more rows; q takes the instance
+// and the chunk size as its last two arguments.
+func (s *Store) chunked(q string, first ...any) error {
+	for {
+		res, err := s.w.Exec(q, append(first, swapChunk)...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// batchFlush is how many records a batch stage writes per transaction:
+// small enough that another instance's commit never waits long for the
+// writer, large enough to keep the per-transaction cost low.
+const batchFlush = 500
 
 // Put adds one output record.
 func (b *BatchWriter) Put(it Item) error {
 	b.buf = append(b.buf, it)
-	if len(b.buf) >= pageSize {
+	if len(b.buf) >= batchFlush {
 		return b.flush()
 	}
 	return nil
 }
 
 func (b *BatchWriter) flush() error {
-	err := putItems(b.tx, b.inst, b.buf, true)
+	if len(b.buf) == 0 {
+		return nil
+	}
+	tx, err := b.s.w.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := putItems(tx, b.staging, b.buf, true); err != nil {
+		return err
+	}
 	b.buf = b.buf[:0]
-	return err
+	return tx.Commit()
 }
 
 // Live counts the distinct records written so far (a key put twice counts once).
@@ -389,30 +426,35 @@ func (b *BatchWriter) Live() (int, error) {
 		return 0, err
 	}
 	var n int
-	err := b.tx.QueryRow(`SELECT COUNT(*) FROM items WHERE instance = ? AND live = 1`, b.inst).Scan(&n)
+	err := b.s.w.QueryRow(`SELECT COUNT(*) FROM items WHERE instance = ?`, b.staging).Scan(&n)
 	return n, err
 }
 
-// Commit makes the new output, and the instance's new state, visible at once.
+// Commit swaps the new output in and saves the instance's new state. The
+// instance is saved first, so that a crash during the swap leaves it
+// unfinished (in.Status is "running") and the next run makes it again.
 func (b *BatchWriter) Commit(s *Store, in *Instance) error {
 	if err := b.flush(); err != nil {
-		b.tx.Rollback()
+		return err
+	}
+	if err := s.PutInstance(in); err != nil {
 		return err
 	}
 	// Rows not re-emitted are gone for good: a batch stage can remake them.
-	if _, err := b.tx.Exec(`DELETE FROM items WHERE instance = ? AND live = 0`, b.inst); err != nil {
-		b.tx.Rollback()
-		return err
+	if err := s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.inst); err != nil {
+		return fmt.Errorf("replace %s: %w", b.inst, err)
 	}
-	if err := putInstance(b.tx, in); err != nil {
-		b.tx.Rollback()
-		return err
+	if err := s.chunked(`UPDATE items SET instance = ? WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.inst, b.staging); err != nil {
+		return fmt.Errorf("replace %s: %w", b.inst, err)
 	}
-	return b.tx.Commit()
+	return nil
 }
 
 // Rollback abandons the new output.
-func (b *BatchWriter) Rollback() { b.tx.Rollback() }
+func (b *BatchWriter) Rollback() {
+	b.buf = nil
+	b.s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging)
+}
 
 // Count is the number of live records of one status and reason.
 type Count struct {

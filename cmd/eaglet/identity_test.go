@@ -276,3 +276,27 @@ func TestGC_DeletesOnlyWhatGoingBackNeeds(t *testing.T) {
 		t.Errorf("going back after gc sent %d requests; want 30 (the old answers are gone)", got)
 	}
 }
+
+// TestIdentity_SharedPromptsAskedOnce: two datasets holding the same
+// prompts, generated side by side from scratch, send one request a prompt.
+func TestIdentity_SharedPromptsAskedOnce(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60}), Speed: 2000})
+	dir := t.TempDir()
+	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
+	body := strings.Join(strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:30], "") + "\n"
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "a.jsonl"), []byte(body), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "b.jsonl"), []byte(body), 0o644)
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte(identitySpec(srv.URL, "  a: {source: data/a.jsonl, format: messages}\n  b: {source: data/b.jsonl, format: messages}", "0.7")), 0o644)
+	code, out, errOut := eaglet("plan", spec)
+	if code != 0 || !strings.Contains(out, "[30 prompts asked by another dataset too, sent once]") {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := eaglet("run", "--progress", "lines", spec); code != 0 || !strings.Contains(errOut, "30 sent; 30 earlier answers reused") {
+		t.Fatalf("run: exit %d; want 30 requests and 30 answers shared:\n%s", code, errOut)
+	}
+	if got := srv.Take(); got != 30 {
+		t.Errorf("the server received %d requests for 30 distinct prompts in two datasets; want 30", got)
+	}
+}

@@ -60,6 +60,9 @@ func ServeCounting(t testing.TB, cfg server.Config) *Counting {
 	return c
 }
 
+// Count returns the requests answered since the last Take.
+func (c *Counting) Count() int { return int(c.n.Load()) }
+
 // Take returns the requests answered since the last call.
 func (c *Counting) Take() int { return int(c.n.Swap(0)) }
 
