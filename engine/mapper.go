@@ -177,7 +177,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 // runCounts is what a pass over an instance's records did.
 type runCounts struct {
 	processed, failed, skipped, requests, reused int
-	retries                              map[string]int
+	retries                                      map[string]int
 	// prompt and completion count the tokens of new done outcomes.
 	prompt, completion int64
 }
