@@ -141,7 +141,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		feedErr <- err
 	}()
 
-	c, commitErr := r.commitLoop(n, results, costly)
+	c, commitErr := r.commitLoop(n, results)
 	err = <-feedErr
 	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused + c.reused, Why: why,
 		Requests: c.requests, Retries: c.retries, PromptTokens: c.prompt, CompletionTokens: c.completion}
@@ -184,9 +184,7 @@ type runCounts struct {
 
 // commitLoop stores outcomes in batches, by count or by age, whichever
 // comes first, so a crash loses at most one small batch of finished work.
-// costly, when set, is told of outcomes reused from another instance's
-// answer once they are committed, as reuseAll tells it of its own.
-func (r *runner) commitLoop(n *Node, results <-chan outcome, costly stages.Costly) (c runCounts, err error) {
+func (r *runner) commitLoop(n *Node, results <-chan outcome) (c runCounts, err error) {
 	var batch []state.Item
 	tick := time.NewTicker(commitAfter)
 	defer tick.Stop()
@@ -200,12 +198,6 @@ func (r *runner) commitLoop(n *Node, results <-chan outcome, costly stages.Costl
 			r.flights.forget(batch)
 			for _, it := range batch {
 				r.prog.add(n, it)
-				if it.Reused && costly != nil {
-					var rec conv.Record
-					if json.Unmarshal(it.Data, &rec) == nil {
-						costly.Reused(&rec)
-					}
-				}
 			}
 		}
 		batch = batch[:0]
@@ -264,7 +256,7 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 		return outcome{item: it}
 	}
 	it.PromptTokens, it.CompletionTokens = tokens(rec)
-	if _, costly := st.(stages.Costly); costly {
+	if costly, ok := st.(stages.Costly); ok {
 		if it.InChash = row.Chash; it.InChash == "" {
 			it.InChash = contentHash(rec) // a row stored before schema 5
 		}
@@ -274,12 +266,12 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 				// Another instance is asking for this content: share its answer.
 				<-f.done
 				if f.data != nil {
-					if o, ok := reuseData(f.data, rec, it); ok {
+					if o, ok := reuseData(costly, f.data, rec, it); ok {
 						return o
 					}
 				}
 			} else {
-				o := r.processOnce(ctx, pr, st, row, rec, it)
+				o := r.processOnce(ctx, pr, costly, st, row, rec, it)
 				f.finish(o.item)
 				return o
 			}
@@ -290,24 +282,34 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 
 // processOnce leads a flight: an answer committed since the run began
 // (by another instance whose flight is over) is reused, else it asks.
-func (r *runner) processOnce(ctx context.Context, pr *prepared, st stages.Mapper, row state.Row, rec *conv.Record, it state.Item) outcome {
+func (r *runner) processOnce(ctx context.Context, pr *prepared, c stages.Costly, st stages.Mapper, row state.Row, rec *conv.Record, it state.Item) outcome {
 	found, err := r.store.ReusableOutcome(ctx, pr.fp, it.InChash)
 	if err == nil && found != nil {
-		if o, ok := reuseData(found.Data, rec, it); ok {
+		if o, ok := reuseData(c, found.Data, rec, it); ok {
 			return o
 		}
 	}
 	return r.processRecord(ctx, pr, st, row, rec, it)
 }
 
-// reuseData makes a reused outcome of an earlier answer's record, with the
-// record's own provenance.
-func reuseData(data []byte, rec *conv.Record, it state.Item) (outcome, bool) {
+// reuseData makes the outcome of an earlier answer's record, with the
+// record's own provenance, as the stage decides: kept (reused) or skipped
+// for its budget. It is false when the data cannot be read.
+func reuseData(c stages.Costly, data []byte, rec *conv.Record, it state.Item) (outcome, bool) {
 	var prev conv.Record
 	if json.Unmarshal(data, &prev) != nil {
 		return outcome{}, false
 	}
 	prev.Key, prev.Dataset, prev.Source = rec.Key, rec.Dataset, rec.Source
+	out, err := c.Reuse(&prev)
+	switch {
+	case err != nil:
+		it.Status, it.Reason = int(stages.Failed), err.Error()
+		return outcome{item: it}, true
+	case out.Status != stages.Done:
+		it.Status, it.Reason = int(out.Status), out.Reason
+		return outcome{item: it}, true
+	}
 	it.Status, it.Reused = int(stages.Done), true
 	return encodeOutcome(it, &prev), true
 }
@@ -337,13 +339,13 @@ func (r *runner) processRecord(ctx context.Context, pr *prepared, st stages.Mapp
 
 // reuseAll settles, before anything is dispatched, every pending record
 // whose content already has a done outcome under this fingerprint (moved,
-// renamed, reordered, in another dataset, or an option set back): the
-// earlier answer is stored with the record's current provenance and the
-// stage is told, so its budget counts it. It returns how many it reused.
+// renamed, reordered, in another dataset, or an option set back) and that
+// the stage keeps (its budget has room): the earlier answer is stored with
+// the record's current provenance. It returns how many it reused; the rest
+// are left to the run.
 func (r *runner) reuseAll(ctx context.Context, pr *prepared, c stages.Costly, upstream []string) (int, error) {
 	n := pr.node
 	var batch []state.Item
-	var recs []*conv.Record
 	reused := 0
 	flush := func() error {
 		if len(batch) == 0 {
@@ -352,12 +354,11 @@ func (r *runner) reuseAll(ctx context.Context, pr *prepared, c stages.Costly, up
 		if err := r.store.Commit(n.ID, batch); err != nil {
 			return err
 		}
-		for i, it := range batch {
+		for _, it := range batch {
 			r.prog.add(n, it)
-			c.Reused(recs[i])
 		}
 		reused += len(batch)
-		batch, recs = batch[:0], recs[:0]
+		batch = batch[:0]
 		return nil
 	}
 	err := r.store.EachPending(ctx, n.ID, upstream, pr.fp, func(row state.Row) error {
@@ -373,13 +374,11 @@ func (r *runner) reuseAll(ctx context.Context, pr *prepared, c stages.Costly, up
 			return nil // processing reports it
 		}
 		rec.Key = row.Key
-		o, ok := reuseData(found.Data, rec, state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash, InChash: row.Chash})
+		o, ok := reuseData(c, found.Data, rec, state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash, InChash: row.Chash})
 		if !ok || o.item.Status != int(stages.Done) {
-			return nil // an unreadable answer is asked for again
+			return nil // unreadable or over the budget: the run decides
 		}
-		var out conv.Record
-		json.Unmarshal(o.item.Data, &out)
-		batch, recs = append(batch, o.item), append(recs, &out)
+		batch = append(batch, o.item)
 		if len(batch) >= commitEvery {
 			return flush()
 		}

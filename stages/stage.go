@@ -99,12 +99,14 @@ type Prioritizer interface {
 // Reuse only replaces the outcome's provenance (key, dataset, source), so a
 // Costly stage's output must depend on its input's content alone. Reusable
 // records are settled before any is dispatched, so a budget starts knowing
-// what they hold.
+// what they hold; within a run, instances asking for one content share one
+// request, each keeping the answer through its own Reuse.
 type Costly interface {
-	// Reused is told, once committed, of an outcome the engine reused
-	// instead of calling Process, so budgets count what it holds. It must
-	// be safe for concurrent use.
-	Reused(out *conv.Record)
+	// Reuse decides whether to keep an answer found again for a record:
+	// Done keeps out (counted by the stage's budget as if made now),
+	// Skipped leaves the record for later (a spent budget). It must be
+	// safe for concurrent use.
+	Reuse(out *conv.Record) (Outcome, error)
 }
 
 // Spender is implemented by stages that pay for their work: Spent is what

@@ -193,27 +193,58 @@ func (s *Store) CountOutputs(instances []string) (int, error) {
 // Reconcile makes an item stage's live output match its current input:
 // outcomes whose input left (a lowered cap) or changed are set aside, not
 // deleted, and set-aside outcomes whose input came back are live again, so
-// nothing generated is ever thrown away.
+// nothing generated is ever thrown away. It works through the instance's
+// keys in ranges, a short transaction each, so a million outcomes never
+// hold the writer at once; it is idempotent, so a crash half-way is
+// finished by the next run.
 func (s *Store) Reconcile(inst string, upstream []string, fp string) error {
 	if len(upstream) == 0 {
 		return nil
 	}
 	match := `EXISTS (SELECT 1 FROM items u WHERE u.instance IN (` + placeholders(len(upstream)) + `)
 		AND u.key = items.key AND u.live = 1 AND u.status = 0 AND u.out_hash = items.in_hash)`
-	tx, err := s.w.Begin()
-	if err != nil {
-		return err
+	inRange := `instance = ? AND key > ? AND key <= ?`
+	return s.byKeyRange(inst, func(tx *sql.Tx, from, to string) error {
+		if _, err := tx.Exec(`UPDATE items SET live = 0 WHERE `+inRange+` AND live = 1 AND (fp != ? OR NOT `+match+`)`,
+			args([]any{inst, from, to, fp}, upstream)...); err != nil {
+			return fmt.Errorf("reconcile %s: %w", inst, err)
+		}
+		if _, err := tx.Exec(`UPDATE items SET live = 1 WHERE `+inRange+` AND live = 0 AND fp = ? AND `+match,
+			args([]any{inst, from, to, fp}, upstream)...); err != nil {
+			return fmt.Errorf("reconcile %s: %w", inst, err)
+		}
+		return nil
+	})
+}
+
+// byKeyRange calls fn in one transaction per range of swapChunk of inst's
+// keys, (from, to], in key order.
+func (s *Store) byKeyRange(inst string, fn func(tx *sql.Tx, from, to string) error) error {
+	from := ""
+	for {
+		var last sql.NullString
+		err := s.r.QueryRow(`SELECT MAX(key) FROM (SELECT key FROM items WHERE instance = ? AND key > ?
+			ORDER BY key LIMIT ?)`, inst, from, swapChunk).Scan(&last)
+		if err != nil {
+			return err
+		}
+		if !last.Valid {
+			return nil
+		}
+		to := last.String
+		tx, err := s.w.Begin()
+		if err != nil {
+			return err
+		}
+		if err := fn(tx, from, to); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		from = to
 	}
-	defer tx.Rollback()
-	if _, err := tx.Exec(`UPDATE items SET live = 0 WHERE instance = ? AND live = 1 AND (fp != ? OR NOT `+match+`)`,
-		args([]any{inst, fp}, upstream)...); err != nil {
-		return fmt.Errorf("reconcile %s: %w", inst, err)
-	}
-	if _, err := tx.Exec(`UPDATE items SET live = 1 WHERE instance = ? AND live = 0 AND fp = ? AND `+match,
-		args([]any{inst, fp}, upstream)...); err != nil {
-		return fmt.Errorf("reconcile %s: %w", inst, err)
-	}
-	return tx.Commit()
 }
 
 // upsertSQL inserts n rows in one statement: one cgo call per chunk rather
@@ -595,8 +626,10 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (string, error) {
 // Invalidate marks every outcome of inst as made under no fingerprint, so
 // the next pass processes all its records again (run --force).
 func (s *Store) Invalidate(inst string) error {
-	_, err := s.w.Exec(`UPDATE items SET fp = '' WHERE instance = ?`, inst)
-	return err
+	return s.byKeyRange(inst, func(tx *sql.Tx, from, to string) error {
+		_, err := tx.Exec(`UPDATE items SET fp = '' WHERE instance = ? AND key > ? AND key <= ?`, inst, from, to)
+		return err
+	})
 }
 
 // Pending is what an item stage has left to do.

@@ -109,19 +109,28 @@ func (b *budget) ensurePrior() error {
 	return nil
 }
 
-// reused counts an answer that cost nothing now but fills the budget as if
-// it had been generated. Before the prior is loaded there is nothing to do:
-// the answer is committed, so the prior includes it.
-func (b *budget) reused(promptTokens, completionTokens int) {
+// takeKnown admits an answer whose cost is already known (one found again,
+// which costs nothing now) if it fits beside what is in flight, as a new
+// request must, and counts it as spent: a budget bounds the data kept, not
+// only the money.
+func (b *budget) takeKnown(promptTokens, completionTokens int) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.loaded {
-		return
+	if err := b.ensurePrior(); err != nil {
+		return false, err
+	}
+	fits, _ := b.fitsWith(func(lengthDist) (func(*limit) float64, float64) {
+		return func(l *limit) float64 { return l.cost(promptTokens, float64(completionTokens), 1) }, 0
+	})
+	if !fits {
+		return false, nil
 	}
 	for _, l := range b.limits {
 		l.spent += l.cost(promptTokens, float64(completionTokens), 1)
 	}
+	b.lengths.add(completionTokens)
 	b.changed.Broadcast()
+	return true, nil
 }
 
 // cost of n requests with these totals.
@@ -173,6 +182,16 @@ func (b *budget) admit(ctx context.Context, promptTokens, answers int) (*ticket,
 // fits says whether a new request fits now, and whether it could ever
 // (false once a limit is spent).
 func (b *budget) fits(prompt, answers int) (fits, possible bool) {
+	return b.fitsWith(func(d lengthDist) (func(*limit) float64, float64) {
+		mean, variance := d.records(0, answers)
+		return func(l *limit) float64 { return l.cost(prompt, mean, 1) }, variance
+	})
+}
+
+// fitsWith is fits for a new record whose cost under each limit and token
+// variance newCost gives, from the current length distribution: one of
+// unknown length (fits) or one whose answer is known (takeKnown).
+func (b *budget) fitsWith(newCost func(d lengthDist) (func(*limit) float64, float64)) (fits, possible bool) {
 	// Progress is per answer, as the model: a record of k answers at p
 	// tokens is taken as k answers at p/k each.
 	progress := make(map[*ticket]int, len(b.inflight))
@@ -183,7 +202,7 @@ func (b *budget) fits(prompt, answers int) (fits, possible bool) {
 		running = append(running, p)
 	}
 	d := b.lengths.distribution(running)
-	mean, variance := d.records(0, answers)
+	cost, variance := newCost(d)
 	for _, l := range b.limits {
 		if l.spent >= l.max {
 			return false, false
@@ -194,9 +213,8 @@ func (b *budget) fits(prompt, answers int) (fits, possible bool) {
 			flyMean += l.cost(t.prompt, m, 1)
 			flyVar += l.perToken * l.perToken * v
 		}
-		newCost := l.cost(prompt, mean, 1)
 		newVar := l.perToken * l.perToken * variance
-		room := l.max*(1+b.tol) - l.spent - flyMean - newCost
+		room := l.max*(1+b.tol) - l.spent - flyMean - cost(l)
 		if room < z*math.Sqrt(flyVar+newVar) {
 			// Once nothing is in flight, nothing will free room.
 			return false, len(b.inflight) > 0

@@ -309,14 +309,21 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 	return nil
 }
 
-// Reused counts an answer the engine found again (same prompt content and
-// options) against the budget, as if generated now.
-func (g *Generate) Reused(out *conv.Record) {
+// Reuse keeps an answer the engine found again (same prompt content and
+// options) if the budget has room for it, as if generated now.
+func (g *Generate) Reuse(out *conv.Record) (stages.Outcome, error) {
 	if g.budget == nil || out.Generation == nil {
-		return
+		return stages.Outcome{Status: stages.Done, Record: out}, nil
 	}
 	gen := out.Generation
-	g.budget.reused(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
+	ok, err := g.budget.takeKnown(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
+	switch {
+	case err != nil:
+		return stages.Outcome{}, err
+	case !ok:
+		return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
+	}
+	return stages.Outcome{Status: stages.Done, Record: out}, nil
 }
 
 // DefaultConcurrency is the endpoint's concurrency.
