@@ -65,3 +65,50 @@ func writeRecords(b *testing.B, path string, n int) {
 	w.Flush()
 	f.Close()
 }
+
+// BenchmarkPlan_AfterRun measures what plan costs on a store that holds a
+// finished run of generated answers: the snapshot and the dry run, with
+// nothing changed and after an option change that would regenerate all.
+// EAGLET_BENCH_RECORDS sets the size (default 100,000):
+//
+//	go test ./engine -run '^$' -bench PlanAfterRun -benchtime 1x
+func BenchmarkPlan_AfterRun(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("EAGLET_BENCH_RECORDS"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	dir := b.TempDir()
+	data := filepath.Join(dir, "data.jsonl")
+	writeRecords(b, data, n)
+	spec := func(temp string) string {
+		return fmt.Sprintf(`version: 1
+name: bench
+state: state.db
+datasets:
+  d: {source: %s, format: messages}
+endpoints:
+  sim: {api: sim, concurrency: 256, options: {mean_tokens: 20}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 64, temperature: %s}}
+  - {name: filter, uses: filter, needs: [generate], foreach: datasets, with: {keep: "completion_tokens > 4"}}
+`, data, temp)
+	}
+	p, store := enginetest.Open(b, dir, spec("0.7"))
+	enginetest.Run(b, p, store, nil)
+	if fi, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
+		b.ReportMetric(float64(fi.Size())/(1<<20), "store-MiB")
+	}
+	for b.Loop() {
+		for _, tc := range []struct{ name, temp string }{{"unchanged", "0.7"}, {"temperature", "0.9"}} {
+			p, store := enginetest.Open(b, dir, spec(tc.temp))
+			start := time.Now()
+			for _, s := range p.Plan(store, nil) {
+				if s.Err != nil {
+					b.Fatal(s.Err)
+				}
+			}
+			b.ReportMetric(time.Since(start).Seconds(), tc.name+"-s")
+		}
+	}
+}
