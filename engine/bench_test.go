@@ -71,7 +71,7 @@ func writeRecords(b *testing.B, path string, n int) {
 // nothing changed and after an option change that would regenerate all.
 // EAGLET_BENCH_RECORDS sets the size (default 100,000):
 //
-//	go test ./engine -run '^$' -bench PlanAfterRun -benchtime 1x
+//	go test ./engine -run '^$' -bench Plan_AfterRun -benchtime 1x
 func BenchmarkPlan_AfterRun(b *testing.B) {
 	n := 100_000
 	if v := os.Getenv("EAGLET_BENCH_RECORDS"); v != "" {

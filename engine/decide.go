@@ -6,9 +6,9 @@ import (
 	"github.com/eaglet-dev/eaglet/state"
 )
 
-// batchWhy decides whether a batch instance runs, in the words plan shows:
-// "up to date", or what changed since its stored output was made.
-func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) string {
+// configWhy says why an instance runs whatever its records: forced, never
+// ran, or run under another configuration; empty when none of these holds.
+func configWhy(prev *state.Instance, pr *prepared, force bool) string {
 	switch {
 	case force:
 		return "will rerun: forced"
@@ -16,6 +16,17 @@ func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) str
 		return "will run: never ran"
 	case prev.Fingerprint != pr.fp:
 		return "will rerun: " + configDiff(string(prev.Stats.Config), pr.config)
+	}
+	return ""
+}
+
+// batchWhy decides whether a batch instance runs, in the words plan shows:
+// "up to date", or what changed since its stored output was made.
+func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) string {
+	if why := configWhy(prev, pr, force); why != "" {
+		return why
+	}
+	switch {
 	case batchUpToDate(prev, pr.fp, digest):
 		return "up to date"
 	case prev.InputDigest != digest:
@@ -29,13 +40,10 @@ func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) str
 // mapperWhy says why an item instance with pending of total input records
 // left to process runs.
 func mapperWhy(prev *state.Instance, pr *prepared, force bool, pending, total int) string {
+	if why := configWhy(prev, pr, force); why != "" {
+		return why
+	}
 	switch {
-	case force:
-		return "will rerun: forced"
-	case prev == nil:
-		return "will run: never ran"
-	case prev.Fingerprint != pr.fp:
-		return "will rerun: " + configDiff(string(prev.Stats.Config), pr.config)
 	case pending > 0:
 		return fmt.Sprintf("will run: %d of %s to do", pending, Plural(total, "record"))
 	case prev.Status != "done":

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -30,18 +29,15 @@ func runGC(_ context.Context, env *cmdEnv, args []string) error {
 	if *olderThan < 0 {
 		return &exitError{code: exitUsage, err: errors.New("--older-than must be positive")}
 	}
-	if !state.Exists(p.Spec.State) {
-		fmt.Fprintf(env.stdout, "nothing to collect: %s has not run\n", p.Spec.Name)
-		return nil
-	}
-	store, err := state.Open(p.Spec.State)
+	store, err := openLocked(p)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := store.Lock(); err != nil {
-		return err
+	if store == nil {
+		fmt.Fprintf(env.stdout, "nothing to collect: %s has not run\n", p.Spec.Name)
+		return nil
 	}
+	defer store.Close()
 	keep := make([]string, len(p.Nodes))
 	for i, n := range p.Nodes {
 		keep[i] = n.ID

@@ -41,30 +41,41 @@ stages:
 `
 }
 
+// chatPrompts writes the first n prompts of the bundled chat set to each
+// of dir/data/names and returns them, one line each.
+func chatPrompts(t *testing.T, dir string, n int, names ...string) []string {
+	t.Helper()
+	src, err := os.ReadFile("../../specs/examples/data/chat.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:n]
+	lines[n-1] = strings.TrimSuffix(lines[n-1], "\n") + "\n"
+	for _, name := range names {
+		writeLines(t, filepath.Join(dir, "data", name), lines)
+	}
+	return lines
+}
+
+// writeLines writes lines to path, making its directory.
+func writeLines(t *testing.T, path string, lines []string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestIdentity_NeverPayTwice edits a spec the way researchers do between
 // runs and counts the requests the server receives: only a change in what
 // the target is asked costs requests; an option set back costs none.
 func TestIdentity_NeverPayTwice(t *testing.T) {
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
 	dir := t.TempDir()
-	src, err := os.ReadFile("../../specs/examples/data/chat.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:30]
-	writeData := func(name string, lines []string) {
-		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		body := strings.Join(lines, "")
-		if !strings.HasSuffix(body, "\n") {
-			body += "\n"
-		}
-		if err := os.WriteFile(filepath.Join(dir, "data", name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeData("chat.jsonl", lines)
+	lines := chatPrompts(t, dir, 30, "chat.jsonl")
+	writeData := func(name string, lines []string) { writeLines(t, filepath.Join(dir, "data", name), lines) }
 	spec := filepath.Join(dir, "spec.yaml")
 	one := "  chat: {source: data/chat.jsonl, format: messages}"
 	edit := func(datasets, temperature string) {
@@ -156,10 +167,7 @@ func TestIdentity_NeverPayTwice(t *testing.T) {
 func TestIdentity_FailedRunKeepsGoodFile(t *testing.T) {
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
 	dir := t.TempDir()
-	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
-	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:20]
-	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data", "chat.jsonl"), []byte(strings.Join(lines, "")+"\n"), 0o644)
+	chatPrompts(t, dir, 20, "chat.jsonl")
 	spec := filepath.Join(dir, "spec.yaml")
 	ds := "  chat: {source: data/chat.jsonl, format: messages}"
 	os.WriteFile(spec, []byte(identitySpec(srv.URL, ds, "0.7")), 0o644)
@@ -200,10 +208,7 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60}),
 		Faults: server.Faults{Seed: 5, Error500: 0.2, RateLimit: 0.1, RetryAfter: 10 * time.Millisecond}})
 	dir := t.TempDir()
-	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
-	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:40]
-	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data", "chat.jsonl"), []byte(strings.Join(lines, "")+"\n"), 0o644)
+	chatPrompts(t, dir, 40, "chat.jsonl")
 	spec := filepath.Join(dir, "spec.yaml")
 	body := strings.Replace(identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.7"), "retries: 0", "retries: 8", 1)
 	os.WriteFile(spec, []byte(body), 0o644)
@@ -240,10 +245,7 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 func TestGC_DeletesOnlyWhatGoingBackNeeds(t *testing.T) {
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
 	dir := t.TempDir()
-	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
-	lines := strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:30]
-	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data", "chat.jsonl"), []byte(strings.Join(lines, "")+"\n"), 0o644)
+	chatPrompts(t, dir, 30, "chat.jsonl")
 	spec := filepath.Join(dir, "spec.yaml")
 	at := func(temp, datasets string) {
 		os.WriteFile(spec, []byte(identitySpec(srv.URL, datasets, temp)), 0o644)
@@ -282,11 +284,7 @@ func TestGC_DeletesOnlyWhatGoingBackNeeds(t *testing.T) {
 func TestIdentity_SharedPromptsAskedOnce(t *testing.T) {
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60}), Speed: 2000})
 	dir := t.TempDir()
-	src, _ := os.ReadFile("../../specs/examples/data/chat.jsonl")
-	body := strings.Join(strings.SplitAfter(strings.TrimSpace(string(src)), "\n")[:30], "") + "\n"
-	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data", "a.jsonl"), []byte(body), 0o644)
-	os.WriteFile(filepath.Join(dir, "data", "b.jsonl"), []byte(body), 0o644)
+	chatPrompts(t, dir, 30, "a.jsonl", "b.jsonl")
 	spec := filepath.Join(dir, "spec.yaml")
 	os.WriteFile(spec, []byte(identitySpec(srv.URL, "  a: {source: data/a.jsonl, format: messages}\n  b: {source: data/b.jsonl, format: messages}", "0.7")), 0o644)
 	code, out, errOut := eaglet("plan", spec)

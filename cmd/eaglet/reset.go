@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -30,18 +28,15 @@ func runReset(_ context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	if !state.Exists(p.Spec.State) {
-		fmt.Fprintf(env.stdout, "nothing to reset: %s has not run\n", p.Spec.Name)
-		return nil
-	}
-	store, err := state.Open(p.Spec.State)
+	store, err := openLocked(p)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := store.Lock(); err != nil {
-		return err
+	if store == nil {
+		fmt.Fprintf(env.stdout, "nothing to reset: %s has not run\n", p.Spec.Name)
+		return nil
 	}
+	defer store.Close()
 	ids := make([]string, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.ID

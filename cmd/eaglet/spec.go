@@ -117,6 +117,20 @@ func openExisting(p *engine.Pipeline) (*state.Store, error) {
 	return state.Open(p.Spec.State)
 }
 
+// openLocked opens the pipeline's store for a command that changes it,
+// taking it from any run; nil when no run has created it.
+func openLocked(p *engine.Pipeline) (*state.Store, error) {
+	store, err := openExisting(p)
+	if store == nil || err != nil {
+		return nil, err
+	}
+	if err := store.Lock(); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
 // isTerminal reports whether w is a character device (a person watching).
 func isTerminal(w any) bool {
 	if rw, ok := w.(*specs.RedactWriter); ok {
