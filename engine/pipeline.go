@@ -42,11 +42,23 @@ type Node struct {
 	Users   []*Node
 }
 
+// LoadOption changes how Load reads a spec.
+type LoadOption func(*specs.Spec)
+
+// AllowOutside lets the spec write outside its directory, as
+// `allow_outside: true` does (the CLI's --allow-outside).
+func AllowOutside() LoadOption {
+	return func(s *specs.Spec) { s.AllowOutside = true }
+}
+
 // Load reads, validates and compiles the spec at path.
-func Load(path string, lookup specs.LookupEnv) (*Pipeline, error) {
+func Load(path string, lookup specs.LookupEnv, opts ...LoadOption) (*Pipeline, error) {
 	spec, err := specs.Load(path, lookup)
 	if spec == nil {
 		return nil, err
+	}
+	for _, o := range opts {
+		o(spec)
 	}
 	p, cerr := Compile(spec)
 	if err == nil && cerr == nil {

@@ -31,6 +31,12 @@ type Spec struct {
 	Datasets  []*Dataset
 	Endpoints []*Endpoint
 	Stages    []*Stage
+	// AllowOutside lets the spec write files (outputs, the state store)
+	// outside its own directory; without it such a path is an error, since
+	// a spec from elsewhere is input too.
+	AllowOutside bool
+	// StatePos is where `state:` is set, or 1:1 when it is the default.
+	StatePos Pos
 
 	lines   []string
 	secrets []string
@@ -106,7 +112,9 @@ type topLevel struct {
 	Datasets  *yaml.Node `yaml:"datasets"`
 	Endpoints *yaml.Node `yaml:"endpoints"`
 	Stages    []*Stage   `yaml:"stages"`
-	Pos       Pos
+	// AllowOutside is Spec.AllowOutside.
+	AllowOutside bool `yaml:"allow_outside"`
+	Pos          Pos
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
@@ -140,7 +148,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	d := &decoder{errs: errs}
 	d.decode(doc.Content[0], reflect.ValueOf(&top).Elem())
 
-	s := &Spec{Path: path, Version: top.Version, Name: top.Name, State: top.State, lines: errs.lines}
+	s := &Spec{Path: path, Version: top.Version, Name: top.Name, State: top.State, AllowOutside: top.AllowOutside, lines: errs.lines}
 	for v := range secrets {
 		s.secrets = append(s.secrets, v)
 	}
@@ -165,6 +173,10 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		// Kept relative to where eaglet runs, as the user reads it in
 		// messages; the store holds no path, so nothing depends on it.
 		s.State = filepath.Join(filepath.Dir(s.Path), s.State)
+	}
+	s.StatePos = Pos{File: path, Line: 1, Col: 1}
+	if n := valueNode(root, "state"); n != nil {
+		s.StatePos = Pos{File: path, Line: n.Line, Col: n.Column}
 	}
 
 	s.Vars = decodeVars(top.Vars, errs)

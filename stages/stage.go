@@ -200,11 +200,14 @@ type Finisher interface {
 // FileWriter is implemented by the options of kinds that write a file
 // outside the state store (merge's out). Validation refuses two stages
 // naming one file, where the last to finish would silently replace the
-// other's, and a file that is the state store or a dataset's source.
+// other's, a file that is the state store or a dataset's source, a file
+// outside the spec's directory, and an existing file eaglet did not write
+// (see internal/outfile) unless Overwrite is set.
 type FileWriter interface {
 	// WritesFile returns the option that names the file (for positions in
-	// errors) and the path as written in the spec.
-	WritesFile() (option, path string)
+	// errors), the path as written in the spec, and whether a file eaglet
+	// did not write may be replaced.
+	WritesFile() (option, path string, overwrite bool)
 }
 
 // Fingerprinter is implemented by stages whose output depends on more than

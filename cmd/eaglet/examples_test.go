@@ -52,7 +52,7 @@ func TestExamples(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			env := &cmdEnv{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] },
 				lookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
-			if code := runMain(env, []string{"run", "../../specs/examples/" + tt.spec}); code != 0 {
+			if code := runMain(env, []string{"run", "--allow-outside", "../../specs/examples/" + tt.spec}); code != 0 {
 				t.Fatalf("run exited %d:\n%s", code, stderr.String())
 			}
 			lines := readJSONL(t, filepath.Join(out, "train.jsonl"))
@@ -84,7 +84,7 @@ func TestExamples(t *testing.T) {
 				}
 			}
 			stdout.Reset()
-			runMain(env, []string{"status", "--json", "../../specs/examples/" + tt.spec})
+			runMain(env, []string{"status", "--allow-outside", "--json", "../../specs/examples/" + tt.spec})
 			var st struct{ Instances []instanceStatus }
 			if err := json.Unmarshal(stdout.Bytes(), &st); err != nil {
 				t.Fatal(err)

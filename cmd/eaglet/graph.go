@@ -14,7 +14,7 @@ func init() {
 }
 
 func runGraph(_ context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "graph", "[--format mermaid|dot] [--instances] SPEC", "Prints the stage DAG; --instances shows one node per stage and dataset.")
+	fs := newFlags(env, "graph", "[--format mermaid|dot] [--instances] [--allow-outside] SPEC", "Prints the stage DAG; --instances shows one node per stage and dataset.")
 	format := fs.String("format", "mermaid", "mermaid or dot")
 	instances := fs.Bool("instances", false, "one node per stage instance (stage x dataset)")
 	p, err := specFromArgs(env, fs, args)

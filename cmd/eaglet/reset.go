@@ -11,7 +11,7 @@ func init() {
 }
 
 func runReset(_ context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "reset", "--stage NAME [--dataset NAME] [--yes] SPEC",
+	fs := newFlags(env, "reset", "--stage NAME [--dataset NAME] [--yes] [--allow-outside] SPEC",
 		"Deletes the stored results of a stage instance and of every instance that depends on it,\nso the next run redoes them. Files written by merge are left in place.")
 	stage := fs.String("stage", "", "the stage to forget (required)")
 	dataset := fs.String("dataset", "", "only this dataset's instance")

@@ -19,7 +19,7 @@ func init() {
 }
 
 func runRun(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "run", "[--stage NAME [--dataset NAME] [--force]] [--allow-partial] [--progress auto|live|lines] SPEC",
+	fs := newFlags(env, "run", "[--stage NAME [--dataset NAME] [--force]] [--allow-partial] [--progress auto|live|lines] [--allow-outside] SPEC",
 		"Runs every stage instance that is not up to date. Kill it at any time: the next run\ncontinues from the last commit. Ctrl-C stops dispatching, commits what finished and exits 130.")
 	stage := fs.String("stage", "", "run only this stage (and what it needs)")
 	dataset := fs.String("dataset", "", "with --stage: only this dataset's instance")

@@ -41,16 +41,25 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
+// specArgs is what every command that reads a spec takes.
+type specArgs struct {
+	path string
+	// allowOutside lets the spec write outside its directory, as
+	// `allow_outside: true` in the spec does.
+	allowOutside bool
+}
+
 // parseSpecArgs parses flags (which may follow the spec path) and returns
-// the one spec path.
-func parseSpecArgs(fs *flag.FlagSet, args []string) (string, error) {
+// the one spec path, adding the flags common to every spec command.
+func parseSpecArgs(fs *flag.FlagSet, args []string) (specArgs, error) {
+	allow := fs.Bool("allow-outside", false, "let the spec write its outputs and state outside the spec's directory")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return "", &exitError{code: exitOK, err: errors.New("")}
+				return specArgs{}, &exitError{code: exitOK, err: errors.New("")}
 			}
-			return "", &exitError{code: exitUsage, err: errors.New("")}
+			return specArgs{}, &exitError{code: exitUsage, err: errors.New("")}
 		}
 		if fs.NArg() == 0 {
 			break
@@ -60,17 +69,21 @@ func parseSpecArgs(fs *flag.FlagSet, args []string) (string, error) {
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return "", &exitError{code: exitUsage, err: fmt.Errorf("expected one spec file, got %d arguments", len(pos))}
+		return specArgs{}, &exitError{code: exitUsage, err: fmt.Errorf("expected one spec file, got %d arguments", len(pos))}
 	}
-	return pos[0], nil
+	return specArgs{path: pos[0], allowOutside: *allow}, nil
 }
 
 // loadPipeline validates and compiles a spec; problems exit with exitSpec.
-func loadPipeline(env *cmdEnv, path string) (*engine.Pipeline, error) {
-	p, err := engine.Load(path, env.lookup)
+func loadPipeline(env *cmdEnv, a specArgs) (*engine.Pipeline, error) {
+	var opts []engine.LoadOption
+	if a.allowOutside {
+		opts = append(opts, engine.AllowOutside())
+	}
+	p, err := engine.Load(a.path, env.lookup, opts...)
 	if err != nil {
-		if _, statErr := os.Stat(path); statErr != nil {
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("spec %s: %w", path, statErr)}
+		if _, statErr := os.Stat(a.path); statErr != nil {
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("spec %s: %w", a.path, statErr)}
 		}
 		fmt.Fprintln(env.stderr, err)
 		return nil, &exitError{code: exitSpec, err: errors.New("")}
@@ -85,11 +98,11 @@ func loadPipeline(env *cmdEnv, path string) (*engine.Pipeline, error) {
 
 // specFromArgs parses a command's flags and arguments and loads its spec.
 func specFromArgs(env *cmdEnv, fs *flag.FlagSet, args []string) (*engine.Pipeline, error) {
-	path, err := parseSpecArgs(fs, args)
+	a, err := parseSpecArgs(fs, args)
 	if err != nil {
 		return nil, err
 	}
-	return loadPipeline(env, path)
+	return loadPipeline(env, a)
 }
 
 // specAndStore is specFromArgs plus the spec's store, opened only if a run

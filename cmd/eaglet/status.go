@@ -52,7 +52,7 @@ type instanceStatus struct {
 }
 
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "status", "[--json] SPEC", "Shows what the state store holds for each stage instance.")
+	fs := newFlags(env, "status", "[--json] [--allow-outside] SPEC", "Shows what the state store holds for each stage instance.")
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	p, store, err := specAndStore(env, fs, args)
 	defer closeStore(store)

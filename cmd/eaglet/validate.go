@@ -13,12 +13,12 @@ func init() {
 }
 
 func runValidate(_ context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "validate", "SPEC", "Checks the spec (keys, types, environment variables, expressions, the DAG)\nand each instance's options as evaluated for its dataset, without reading data\nor calling any server. Problems print as FILE:LINE:COL.")
-	path, err := parseSpecArgs(fs, args)
+	fs := newFlags(env, "validate", "[--allow-outside] SPEC", "Checks the spec (keys, types, environment variables, expressions, the DAG)\nand each instance's options as evaluated for its dataset, without reading data\nor calling any server. Problems print as FILE:LINE:COL.")
+	a, err := parseSpecArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	p, err := loadPipeline(env, path)
+	p, err := loadPipeline(env, a)
 	if err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func runValidate(_ context.Context, env *cmdEnv, args []string) error {
 		fmt.Fprintln(env.stderr, p.Spec.Redact(err.Error()))
 		return &exitError{code: exitSpec, err: errors.New("")}
 	}
-	fmt.Fprintf(env.stdout, "%s: ok (%s, %s, %s)\n", path,
+	fmt.Fprintf(env.stdout, "%s: ok (%s, %s, %s)\n", a.path,
 		engine.Plural(len(p.Spec.Datasets), "dataset"), engine.Plural(len(p.Spec.Stages), "stage"), engine.Plural(len(p.Nodes), "instance"))
 	return nil
 }

@@ -3,18 +3,17 @@
 package merge
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
@@ -44,12 +43,17 @@ type Options struct {
 	// Weights scale datasets by name: 0.5 keeps a seeded half, 2 repeats
 	// every record twice. Unlisted datasets use their own `weight` (1).
 	Weights map[string]float64 `yaml:"weights"`
+	// Overwrite lets merge replace an out that eaglet did not write (it is
+	// kept as out.prev); without it such a file is a validation error.
+	Overwrite bool `yaml:"overwrite" fp:"-"`
 }
 
 var _ stages.FileWriter = (*Options)(nil)
 
 // WritesFile names out, so that no other stage may write the same file.
-func (o *Options) WritesFile() (option, path string) { return "out", o.Out }
+func (o *Options) WritesFile() (option, path string, overwrite bool) {
+	return "out", o.Out, o.Overwrite
+}
 
 func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	opts := o.(*Options)
@@ -82,10 +86,11 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 
 // Merge writes the union of its inputs.
 type Merge struct {
-	opts *Options
-	spec *specs.Spec
-	out  string
-	hash string
+	opts  *Options
+	spec  *specs.Spec
+	out   string
+	stage string
+	hash  string
 }
 
 var (
@@ -97,7 +102,7 @@ var (
 
 func newMerge(inst *stages.Instance) (stages.Stage, error) {
 	o := inst.Options.(*Options)
-	return &Merge{opts: o, spec: inst.Spec, out: inst.Spec.Resolve(o.Out)}, nil
+	return &Merge{opts: o, spec: inst.Spec, out: inst.Spec.Resolve(o.Out), stage: inst.ID}, nil
 }
 
 func (m *Merge) weight(dataset string) float64 {
@@ -170,48 +175,23 @@ func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
 	return err
 }
 
-// write writes the JSONL file next to its final name and renames it into
-// place, so a reader never sees half a file and a crash leaves the old one.
+// write writes the JSONL file through outfile: whole or not at all, the
+// previous version kept as out.prev, never over a file eaglet did not write.
 func (m *Merge) write(ctx context.Context, out stages.Input) error {
-	if err := os.MkdirAll(filepath.Dir(m.out), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(m.out), filepath.Base(m.out)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	// CreateTemp makes the file 0600, but the output is a data set for
-	// other tools and people: 0644, as the other files eaglet writes.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	err = out.Each(ctx, func(rec *conv.Record) error {
-		switch m.opts.Format {
-		case "record":
-			return enc.Encode(rec)
-		case "specforge":
-			return enc.Encode(toSpecForge(rec))
-		}
-		return enc.Encode(line{ID: rec.Key, Dataset: rec.Dataset, Messages: rec.Conversation(), Tools: rec.Tools})
+	o := outfile.Options{Spec: m.spec.Path, Stage: m.stage, Overwrite: m.opts.Overwrite}
+	return outfile.Write(m.out, o, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return out.Each(ctx, func(rec *conv.Record) error {
+			switch m.opts.Format {
+			case "record":
+				return enc.Encode(rec)
+			case "specforge":
+				return enc.Encode(toSpecForge(rec))
+			}
+			return enc.Encode(line{ID: rec.Key, Dataset: rec.Dataset, Messages: rec.Conversation(), Tools: rec.Tools})
+		})
 	})
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), m.out)
-	}
-	return err
 }
 
 // Report names the written file so a deleted or edited output is remade.

@@ -1,0 +1,87 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine"
+)
+
+// TestLoad_OutputSafety: a spec writes only inside its own directory unless
+// it says otherwise, and never over a file eaglet did not write.
+func TestLoad_OutputSafety(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  func(dir string) string // the spec, given a directory outside it
+		setup func(specDir, outside string)
+		opts  []engine.LoadOption
+		want  string // "" means valid
+	}{
+		{name: "inside", spec: func(string) string { return mergeBase }},
+		{name: "subdirectory to be made", spec: func(string) string {
+			return strings.Replace(mergeBase, "out: out.jsonl", "out: runs/x/out.jsonl", 1)
+		}},
+		{name: "dot-dot", spec: func(string) string {
+			return strings.Replace(mergeBase, "out: out.jsonl", "out: ../../out.jsonl", 1)
+		}, want: "spec.yaml:14:12: stage m: out ../../out.jsonl is outside the spec's directory (it is "},
+		{name: "the advice", spec: func(string) string {
+			return strings.Replace(mergeBase, "out: out.jsonl", "out: ../out.jsonl", 1)
+		}, want: "); write inside it, or set `allow_outside: true` at the top of the spec (or pass --allow-outside) if this spec may write there"},
+		{name: "absolute", spec: func(dir string) string {
+			return strings.Replace(mergeBase, "out: out.jsonl", "out: "+dir+"/out.jsonl", 1)
+		}, want: "out.jsonl is outside the spec's directory (it is "},
+		{name: "through a symbolic link", spec: func(string) string {
+			return strings.Replace(mergeBase, "out: out.jsonl", "out: link/out.jsonl", 1)
+		}, setup: func(specDir, outside string) {
+			os.Symlink(outside, filepath.Join(specDir, "link"))
+		}, want: "stage m: out link/out.jsonl is outside the spec's directory"},
+		{name: "state outside", spec: func(dir string) string {
+			return strings.Replace(mergeBase, "name: v\n", "name: v\nstate: "+dir+"/state.db\n", 1)
+		}, want: "spec.yaml:3:8: state "},
+		{name: "allowed by the spec", spec: func(dir string) string {
+			return "allow_outside: true\n" + strings.Replace(mergeBase, "out: out.jsonl", "out: "+dir+"/out.jsonl", 1)
+		}},
+		{name: "allowed by the caller", spec: func(dir string) string {
+			return strings.Replace(mergeBase, "out: out.jsonl", "out: "+dir+"/out.jsonl", 1)
+		}, opts: []engine.LoadOption{engine.AllowOutside()}},
+		{name: "a file eaglet did not write", spec: func(string) string { return mergeBase },
+			setup: func(specDir, _ string) { os.WriteFile(filepath.Join(specDir, "out.jsonl"), []byte("mine\n"), 0o644) },
+			want:  "spec.yaml:14:12: stage m: " + "out.jsonl exists and eaglet did not write it (no out.jsonl.eaglet.json beside it); move it away, choose another out, or set `overwrite: true`"},
+		{name: "its .prev", spec: func(string) string { return mergeBase },
+			setup: func(specDir, _ string) { os.WriteFile(filepath.Join(specDir, "out.jsonl.prev"), []byte("mine\n"), 0o644) },
+			want:  "out.jsonl.prev exists and eaglet did not write it"},
+		{name: "overwrite allowed", spec: func(string) string {
+			return strings.Replace(mergeBase, "out: out.jsonl", "out: out.jsonl\n      overwrite: true", 1)
+		}, setup: func(specDir, _ string) { os.WriteFile(filepath.Join(specDir, "out.jsonl"), []byte("mine\n"), 0o644) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "specs")
+			outside := t.TempDir()
+			os.MkdirAll(dir, 0o755)
+			path := filepath.Join(dir, "spec.yaml")
+			os.WriteFile(filepath.Join(dir, "a.jsonl"), nil, 0o644)
+			if tt.setup != nil {
+				tt.setup(dir, outside)
+			}
+			if err := os.WriteFile(path, []byte(tt.spec(outside)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := engine.Load(path, func(string) (string, bool) { return "", false }, tt.opts...)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("spec validated; want %q", tt.want)
+			}
+			if msg := strings.ReplaceAll(err.Error(), dir+"/", ""); !strings.Contains(msg, tt.want) {
+				t.Errorf("error does not contain %q:\n%s", tt.want, msg)
+			}
+		})
+	}
+}
