@@ -50,8 +50,10 @@ func TestLoad_OutputSafety(t *testing.T) {
 			setup: func(specDir, _ string) { os.WriteFile(filepath.Join(specDir, "out.jsonl"), []byte("mine\n"), 0o644) },
 			want:  "spec.yaml:14:12: stage m: " + "out.jsonl exists and eaglet did not write it (no out.jsonl.eaglet.json beside it); move it away, choose another out, or set `overwrite: true`"},
 		{name: "its .prev", spec: func(string) string { return mergeBase },
-			setup: func(specDir, _ string) { os.WriteFile(filepath.Join(specDir, "out.jsonl.prev"), []byte("mine\n"), 0o644) },
-			want:  "out.jsonl.prev exists and eaglet did not write it"},
+			setup: func(specDir, _ string) {
+				os.WriteFile(filepath.Join(specDir, "out.jsonl.prev"), []byte("mine\n"), 0o644)
+			},
+			want: "out.jsonl.prev exists and eaglet did not write it"},
 		{name: "overwrite allowed", spec: func(string) string {
 			return strings.Replace(mergeBase, "out: out.jsonl", "out: out.jsonl\n      overwrite: true", 1)
 		}, setup: func(specDir, _ string) { os.WriteFile(filepath.Join(specDir, "out.jsonl"), []byte("mine\n"), 0o644) }},
