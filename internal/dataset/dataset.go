@@ -78,6 +78,7 @@ type Reader struct {
 	shape   *shape
 	pending []value // rows already read from a value that held several
 	index   int
+	values  int // raw values read, for why a file held no rows
 	skipped map[string]int
 	problem *RowError // a fatal input error, returned from every Next
 }
@@ -115,7 +116,8 @@ func Open(path string, opts Options) (*Reader, error) {
 	return r, nil
 }
 
-// Next returns the next record, or io.EOF after the last one. Record.Key,
+// Next returns the next record, or io.EOF after the last one; a file with
+// no rows at all returns an error wrapping ErrNoRows instead. Record.Key,
 // Source and Messages are set; Dataset is left to the caller.
 func (r *Reader) Next() (*conv.Record, error) {
 	if r.problem != nil {
@@ -124,6 +126,9 @@ func (r *Reader) Next() (*conv.Record, error) {
 	for {
 		v, err := r.nextValue()
 		if err == io.EOF {
+			if r.index == 0 {
+				return nil, noRows(r.path, r.src, r.values)
+			}
 			return nil, io.EOF
 		}
 		if err != nil {
@@ -141,7 +146,11 @@ func (r *Reader) Next() (*conv.Record, error) {
 			}
 			return nil, re
 		}
-		rec, rerr := r.convert(v)
+		rerr := checkText(v.raw)
+		var rec *conv.Record
+		if rerr == nil {
+			rec, rerr = r.convert(v)
+		}
 		index := r.index
 		r.index++
 		if rerr != nil {
@@ -174,6 +183,7 @@ func (r *Reader) nextValue() (value, error) {
 		}
 		return value{}, err
 	}
+	r.values++
 	if rows, ok := splitRows(v); ok {
 		if len(rows) == 0 {
 			return r.nextValue()
@@ -234,6 +244,9 @@ func Count(path string, opts Options) (int, error) {
 	n, err := src.count()
 	if err != nil {
 		return n, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	if n == 0 {
+		return 0, noRows(path, src, 0)
 	}
 	return n, nil
 }

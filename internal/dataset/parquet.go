@@ -74,6 +74,9 @@ func (s *parquetSource) next() (v value, err error) {
 	}
 	row := s.buf[s.pos]
 	s.pos++
+	if !validStrings(map[string]any(row)) {
+		return value{}, rowErr("invalid UTF-8", "a string of the row is not UTF-8; re-encode the column as UTF-8")
+	}
 	raw, err := json.Marshal(row)
 	if err != nil {
 		return value{}, &RowError{Kind: "invalid parquet", Reason: fmt.Sprintf("parquet row: %v", err)}

@@ -46,6 +46,9 @@ func openSource(path string) (source, error) {
 	br := bufio.NewReaderSize(f, 1<<16)
 	head, _ := br.Peek(4)
 	switch {
+	case bytes.HasPrefix(head, []byte{0xff, 0xfe}) || bytes.HasPrefix(head, []byte{0xfe, 0xff}):
+		f.Close()
+		return nil, fmt.Errorf("the file is UTF-16 (byte order mark % x); convert it to UTF-8: iconv -f UTF-16 -t UTF-8", head[:2])
 	case bytes.HasPrefix(head, magicParquet):
 		src, err := openParquet(f)
 		if err != nil {

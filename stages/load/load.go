@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,7 +111,8 @@ func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error
 		return err
 	}
 	defer r.Close()
-	for n := 0; l.opts.Limit == 0 || n < l.opts.Limit; n++ {
+	n := 0
+	for ; l.opts.Limit == 0 || n < l.opts.Limit; n++ {
 		if n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -135,7 +137,20 @@ func (l *Load) Run(ctx context.Context, _ stages.Input, out stages.Output) error
 		}
 	}
 	l.detected, l.skipped = r.Detected(), r.Skipped()
+	if n == 0 {
+		// Every row was bad: skipping a few is the point of on_error:
+		// skip, a dataset of none is a wrong file or mapping.
+		return fmt.Errorf("dataset %s: every row of %s was bad and skipped (%s); nothing to load: run `eaglet inspect %s` to see why", l.ds.Name, l.redact(l.path), skipSummary(l.skipped), l.redact(l.path))
+	}
 	return nil
+}
+
+func skipSummary(skipped map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(skipped)) {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, skipped[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Report records what the reader detected and which rows it skipped.

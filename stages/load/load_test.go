@@ -58,3 +58,24 @@ func TestLoad_BadRowsAndDuplicates(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLoad_NothingToLoad: a dataset that yields no records is an error
+// whatever on_error says, never an empty success.
+func TestLoad_NothingToLoad(t *testing.T) {
+	tests := []struct {
+		name, rows, onError, want string
+	}{
+		{"empty file", "", "fail", "no rows: the file is empty"},
+		{"empty file, skip", "", "skip", "no rows: the file is empty"},
+		{"blank lines", "\n\n \n", "fail", "no rows: it holds only blank lines (3)"},
+		{"every row bad", "{\"messages\": not json}\n\xff\n", "skip", "every row of "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, tt.rows, tt.onError)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v; want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
