@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"unicode/utf8"
 )
 
@@ -65,6 +64,10 @@ func loneSurrogate(raw []byte) int {
 			return -1
 		}
 		i += j
+		if i+2 < len(raw) && raw[i+2] != 'd' && raw[i+2] != 'D' {
+			i += 2 // not U+D800-U+DFFF: most escapes end here
+			continue
+		}
 		if precededByBackslashes(raw, i)%2 == 1 {
 			// `\\u`: an escaped backslash, then a plain u.
 			i += 2
@@ -101,8 +104,21 @@ func hex4(raw []byte, i int) (int, bool) {
 	if i+4 > len(raw) {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
-	return int(v), err == nil
+	v := 0
+	for _, c := range raw[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | int(c)
+	}
+	return v, true
 }
 
 // validStrings reports whether every string in a decoded Parquet row is
