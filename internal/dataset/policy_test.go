@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"strings"
 	"testing"
@@ -53,6 +55,8 @@ func TestReader_BadInputPolicy(t *testing.T) {
 			skipRecords: 1, skipped: map[string]int{"invalid JSON": 1}},
 		{name: "duplicates are read; load stores them once", file: "a.jsonl", content: row + "\n" + row + "\n",
 			records: 2, skipRecords: 2},
+		{name: "truncated gzip", file: "a.jsonl.gz", content: truncatedGzip(),
+			err: "a.jsonl.gz: the compressed data ends in the middle of line 1 (unexpected EOF): the file is truncated"},
 		{name: "UTF-16", file: "a.jsonl", content: "\xff\xfe{\x00\"\x00", err: "the file is UTF-16 (byte order mark ff fe); convert it to UTF-8"},
 	}
 	for _, tt := range tests {
@@ -98,4 +102,14 @@ func firstKey(m map[string]int) string {
 		return k
 	}
 	return ""
+}
+
+// truncatedGzip is a gzip stream of two rows cut in half (a deflate block
+// that is cut yields nothing, so the cut is found at line 1).
+func truncatedGzip() string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(`{"prompt":"one"}` + "\n" + `{"prompt":"` + strings.Repeat("long ", 2000) + `"}` + "\n"))
+	zw.Close()
+	return b.String()[:b.Len()/2]
 }

@@ -139,6 +139,9 @@ func (l *lineReader) readLine() ([]byte, error) {
 			l.n++
 			return l.buf, nil
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("the compressed data ends in the middle of line %d (%w): the file is truncated; copy or download it again", l.n+1, err)
+		}
 		if err != nil {
 			return nil, err
 		}
