@@ -142,6 +142,14 @@ func (e *Expr) EvalInt(env any) (int, error) {
 		if n != math.Trunc(n) {
 			return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %v; a whole number is needed (use ceil or floor)", e.Src, n)}
 		}
+		// Expressions compute in float64, where the largest int64 rounds
+		// up to 2^63; past that, int() would wrap to a negative number.
+		if n == 1<<63 {
+			return math.MaxInt64, nil
+		}
+		if n > 1<<63 || n < -(1<<63) {
+			return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %g, beyond the largest whole number eaglet can count to (%d)", e.Src, n, int64(math.MaxInt64))}
+		}
 		return int(n), nil
 	}
 	return 0, &Error{Pos: e.Pos, Msg: fmt.Sprintf("%q evaluated to %v (%T); a number is needed", e.Src, v, v)}

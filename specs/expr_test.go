@@ -1,8 +1,11 @@
 package specs_test
 
 import (
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/expr-lang/expr"
 
 	"github.com/eaglet-dev/eaglet/specs"
 )
@@ -55,6 +58,35 @@ func TestExpr_CompileSuggests(t *testing.T) {
 		err := e.Compile(tc.env)
 		if err == nil || !strings.HasSuffix(err.Error(), tc.want) {
 			t.Errorf("Compile(%q): %v; want it to end in %s", tc.src, err, tc.want)
+		}
+	}
+}
+
+// TestExpr_EvalIntRange: numbers too large for an int are an error saying
+// so, not a wrapped negative; the largest int64 itself survives float64.
+func TestExpr_EvalIntRange(t *testing.T) {
+	tests := []struct {
+		src  string
+		want int
+		err  string
+	}{
+		{"9223372036854775807", math.MaxInt64, ""},
+		{"min(9223372036854775807, 7000)", 7000, ""},
+		{"1e300", 0, `"1e300" evaluated to 1e+300, beyond the largest whole number eaglet can count to (9223372036854775807)`},
+		{"-1e19", 0, "beyond the largest whole number"},
+		{"1/0", 0, "a division by zero?"},
+	}
+	for _, tt := range tests {
+		e := specs.Expr{Src: tt.src}
+		if err := e.Compile(map[string]any{}, expr.AsFloat64()); err != nil {
+			t.Fatal(err)
+		}
+		n, err := e.EvalInt(map[string]any{})
+		if tt.err == "" && (err != nil || n != tt.want) {
+			t.Errorf("%s: %d, %v; want %d", tt.src, n, err, tt.want)
+		}
+		if tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: %d, %v; want an error containing %q", tt.src, n, err, tt.err)
 		}
 	}
 }
