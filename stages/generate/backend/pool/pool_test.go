@@ -199,3 +199,26 @@ func TestPost_NotFoundNamesTheURL(t *testing.T) {
 		t.Errorf("404: %v (%v); want a fatal error naming the URL and /v1", err, kind)
 	}
 }
+
+// A base URL with a query string keeps it after the API path.
+func TestPost_KeepsQueryString(t *testing.T) {
+	var got string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.Path + "?" + r.URL.RawQuery
+	}))
+	defer hs.Close()
+	tests := []struct{ base, want string }{
+		{hs.URL + "/v1?api-version=2024-06-01", "/v1/chat/completions?api-version=2024-06-01"},
+		{hs.URL + "/v1/?a=1&b=x%2Fy", "/v1/chat/completions?a=1&b=x%2Fy"},
+		{hs.URL + "/v1", "/v1/chat/completions?"},
+	}
+	for _, tt := range tests {
+		p, _ := New(Config{URLs: []string{tt.base}})
+		if err := p.Post(context.Background(), "/chat/completions", []byte(`{}`), Auth{}, func(io.Reader) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.want {
+			t.Errorf("base %s: server saw %s; want %s", tt.base, got, tt.want)
+		}
+	}
+}

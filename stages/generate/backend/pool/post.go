@@ -31,7 +31,7 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 	if err != nil {
 		return err
 	}
-	healthy, err := p.post(ctx, u.Base+path, body, auth, read)
+	healthy, err := p.post(ctx, joinURL(u.Base, path), body, auth, read)
 	err = redact(err, auth.APIKey)
 	var failure error
 	if !healthy {
@@ -87,6 +87,20 @@ func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, rea
 		return false, Retryable("read response of "+url, err)
 	}
 	return true, nil
+}
+
+// joinURL appends path to the base URL's path, keeping its query: some
+// gateways want `?api-version=...` on every request, and plain string
+// concatenation would put the path after the query.
+func joinURL(base, path string) string {
+	u, err := neturl.Parse(base)
+	if err != nil || (u.RawQuery == "" && u.Fragment == "") {
+		return base + path
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	u.RawPath = ""
+	u.Fragment = ""
+	return u.String()
 }
 
 // redact keeps the API key out of error messages, whatever a server echoes.
