@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -49,7 +48,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 			}
 		}
 	}
-	store, err := state.Open(p.Spec.State)
+	store, err := openStore(p.Spec.State)
 	if err != nil {
 		return err
 	}

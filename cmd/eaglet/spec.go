@@ -127,7 +127,7 @@ func openExisting(p *engine.Pipeline) (*state.Store, error) {
 	if !state.Exists(p.Spec.State) {
 		return nil, nil
 	}
-	return state.Open(p.Spec.State)
+	return openStore(p.Spec.State)
 }
 
 // openLocked opens the pipeline's store for a command that changes it,
