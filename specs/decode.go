@@ -115,6 +115,11 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value) {
 		return
 	}
 	if err := n.Decode(v.Addr().Interface()); err != nil {
+		if v.Kind() == reflect.Interface {
+			// Any value fits, so yaml's own reason is the one to give.
+			d.errs.node(n, "cannot read this value: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+			return
+		}
 		d.errs.node(n, "expected %s, got %q", typeName(v.Type()), n.Value)
 	}
 }

@@ -141,6 +141,10 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		errs.at(1, 1, "the spec is empty; start with `version: 1`")
 		return nil, errs.result()
 	}
+	if n, _ := aliasBomb(&doc); n != nil {
+		errs.node(n, "YAML aliases here expand the spec past %d values (an alias bomb?); write the values out or use fewer aliases", maxExpanded)
+		return nil, errs.result()
+	}
 	secrets := map[string]bool{}
 	interpolate(&doc, lookup, errs, secrets)
 
