@@ -114,7 +114,19 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value) {
 		d.errs.node(n, "expected %s, got a %s", typeName(v.Type()), kindName(n))
 		return
 	}
-	if err := n.Decode(v.Addr().Interface()); err != nil {
+	err := n.Decode(v.Addr().Interface())
+	if err != nil && n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		switch v.Kind() {
+		case reflect.Bool, reflect.Int, reflect.Int64, reflect.Float64:
+			// `stream: "${STREAM:-false}"`: quoted, as the environment
+			// makes every value a string, so read it as docker-compose does,
+			// by the type the option wants.
+			plain := *n
+			plain.Style, plain.Tag = 0, ""
+			err = plain.Decode(v.Addr().Interface())
+		}
+	}
+	if err != nil {
 		if v.Kind() == reflect.Interface {
 			// Any value fits, so yaml's own reason is the one to give.
 			d.errs.node(n, "cannot read this value: %s", strings.TrimPrefix(err.Error(), "yaml: "))

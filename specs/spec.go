@@ -135,7 +135,11 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	errs := newErrorList(path, src)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, yamlSyntaxError(path, src, err)
+		quoted, refs := quoteFlowRefs(src)
+		if len(refs) == 0 || yaml.Unmarshal(quoted, &doc) != nil {
+			return nil, yamlSyntaxError(path, src, err)
+		}
+		unquoteRefs(&doc, refs)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		errs.at(1, 1, "the spec is empty; start with `version: 1`")
