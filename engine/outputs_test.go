@@ -87,3 +87,21 @@ func TestLoad_OutputSafety(t *testing.T) {
 		})
 	}
 }
+
+// TestLoad_EveryProblemAtOnce: a bad expression in one stage does not hide
+// another stage's bad value, which only instances evaluate.
+func TestLoad_EveryProblemAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(filepath.Join(dir, "a.jsonl"), nil, 0o644)
+	spec := validBase +
+		"  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: -3}}\n" +
+		"  - {name: f, uses: filter, needs: [cap], foreach: datasets, with: {keep: \"finish_reasn == 'stop'\"}}\n"
+	os.WriteFile(path, []byte(spec), 0o644)
+	_, err := engine.Load(path, func(string) (string, bool) { return "", false })
+	for _, want := range []string{"cap[a]: max_samples evaluates to -3", `unknown name finish_reasn`, "2 problems"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v; want it to contain %q", err, want)
+		}
+	}
+}

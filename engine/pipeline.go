@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,14 +61,24 @@ func Load(path string, lookup specs.LookupEnv, opts ...LoadOption) (*Pipeline, e
 	for _, o := range opts {
 		o(spec)
 	}
-	p, cerr := Compile(spec)
-	if err == nil && cerr == nil {
+	p, cerrs := compile(spec)
+	if err == nil && cerrs == nil {
 		return p, nil
 	}
 	var all *multierror.Error
-	for _, e := range []error{err, cerr} {
+	for _, e := range []error{err, cerrs.ErrorOrNil()} {
 		if e != nil {
 			all = appendFlat(all, e)
+		}
+	}
+	if err == nil {
+		// One bad expression must not hide the rest: the stages that did
+		// compile are checked per instance too (a max_tokens of -5), as
+		// `eaglet validate` does once the spec compiles. With the spec's
+		// own problems (a dataset field of the wrong type) their zero
+		// values would only add noise.
+		if cherr := p.Check(); cherr != nil {
+			all = appendFlat(all, cherr)
 		}
 	}
 	sortByPosition(all.Errors)
@@ -92,6 +103,17 @@ func sortByPosition(errs []error) {
 // Compile checks every stage against its kind and expands the DAG. All
 // problems are reported together.
 func Compile(spec *specs.Spec) (*Pipeline, error) {
+	p, errs := compile(spec)
+	if err := errs.ErrorOrNil(); err != nil {
+		errs.ErrorFormat = specs.FormatErrors
+		return nil, errs
+	}
+	return p, nil
+}
+
+// compile is Compile that also returns, with its errors, the pipeline of
+// the stages that compiled (without those and what needs them).
+func compile(spec *specs.Spec) (*Pipeline, *multierror.Error) {
 	var errs *multierror.Error
 	compiled := map[string]*Stage{}
 	for _, st := range spec.Stages {
@@ -108,14 +130,15 @@ func Compile(spec *specs.Spec) (*Pipeline, error) {
 	if err := checkOutputs(spec, compiled); err != nil {
 		errs = appendFlat(errs, err)
 	}
-	if err := errs.ErrorOrNil(); err != nil {
-		errs.ErrorFormat = specs.FormatErrors
-		return nil, errs
-	}
 	p := &Pipeline{Spec: spec, byID: map[string]*Node{}}
 	perStage := map[string][]*Node{}
+	built := map[string]bool{}
 	for _, st := range topoStages(spec) {
 		cs := compiled[st.Name]
+		if cs == nil || slices.ContainsFunc(st.Needs, func(n string) bool { return !built[n] }) {
+			continue
+		}
+		built[st.Name] = true
 		var nodes []*Node
 		if st.Foreach == "datasets" {
 			for _, ds := range spec.Datasets {
@@ -138,7 +161,7 @@ func Compile(spec *specs.Spec) (*Pipeline, error) {
 		}
 		perStage[st.Name] = nodes
 	}
-	return p, nil
+	return p, errs
 }
 
 // appendFlat adds err to errs, flattening nested multierrors.
