@@ -83,6 +83,9 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 		if v < 1 {
 			return nil, ce.Errorf("concurrency evaluates to %d; want at least 1", v)
 		}
+		if v > specs.MaxConcurrency {
+			return nil, ce.Errorf("concurrency evaluates to %d; want at most %d", v, specs.MaxConcurrency)
+		}
 		conc = v
 	}
 	return &prepared{node: n, inst: inst, stage: st, fp: fp, config: config, concurrency: max(conc, 1)}, nil

@@ -107,9 +107,12 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	// half-generated is money spent, so only dispatch stops.
 	workCtx := stages.WithStop(context.WithoutCancel(ctx), ctx.Done())
 	jobs := make(chan job)
-	results := make(chan outcome, pr.concurrency)
+	// Cost follows the work, not the number in the spec: no more workers
+	// than records to do, and a result buffer of one commit batch at most.
+	nWorkers := min(pr.concurrency, max(pending, 1))
+	results := make(chan outcome, min(nWorkers, commitEvery))
 	var workers sync.WaitGroup
-	for range pr.concurrency {
+	for range nWorkers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()

@@ -301,6 +301,9 @@ func checkEndpoint(ep *Endpoint, errs *errorList) {
 	if ep.Concurrency.N < 0 || ep.MaxConcurrency < 0 {
 		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: concurrency cannot be negative", ep.Name)
 	}
+	if ep.Concurrency.N > MaxConcurrency || ep.MaxConcurrency > MaxConcurrency {
+		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: concurrency %d is more than one machine can keep open to a server (at most %d); a real server queues long before that", ep.Name, max(ep.Concurrency.N, ep.MaxConcurrency), MaxConcurrency)
+	}
 }
 
 func checkStages(s *Spec, errs *errorList) {
@@ -468,6 +471,11 @@ func (s *Spec) Endpoint(name string) *Endpoint {
 	}
 	return nil
 }
+
+// MaxConcurrency is the most requests or records in flight a spec may ask
+// for: one client's TCP connections to a server run out at about 64k (the
+// ephemeral ports), and far fewer saturate any inference server.
+const MaxConcurrency = 65_536
 
 // Concurrency is a number of requests, or Auto.
 type Concurrency struct {
