@@ -71,6 +71,9 @@ type Endpoint struct {
 	Concurrency Concurrency `yaml:"concurrency"`
 	// MaxConcurrency bounds concurrency: auto (default 1024).
 	MaxConcurrency int `yaml:"max_concurrency"`
+	// Context is the model's context window in tokens, when set: records
+	// whose tokenized prompt does not fit are skipped rather than sent.
+	Context int `yaml:"context"`
 	// TokensPerSecond is the endpoint's aggregate output throughput, used by
 	// plan to estimate wall time.
 	TokensPerSecond float64 `yaml:"tokens_per_second"`
@@ -297,6 +300,9 @@ func checkEndpoint(ep *Endpoint, errs *errorList) {
 		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: missing `api:` (one of %s)", ep.Name, strings.Join(APIs, ", "))
 	default:
 		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: unknown api %q%s; use one of %s", ep.Name, ep.API, suggest(ep.API, APIs), strings.Join(APIs, ", "))
+	}
+	if ep.Context < 0 {
+		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: context cannot be negative", ep.Name)
 	}
 	if ep.Concurrency.N < 0 || ep.MaxConcurrency < 0 {
 		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: concurrency cannot be negative", ep.Name)

@@ -40,6 +40,10 @@ type endpoint struct {
 	// downSince is when requests began to find every URL out of service
 	// (unix nanoseconds; 0 while one is in).
 	downSince atomic.Int64
+	guard     guard
+	// streams is set when answers stream, so the timeout counts from the
+	// last token rather than bounding the whole answer.
+	streams bool
 }
 
 // downFor is how long every URL has been out of service (0: one is in).
@@ -104,6 +108,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		if server.Pool, err = pool.New(cfg); err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
+		e.guard.pool, e.guard.auth = server.Pool, pool.Auth{APIKey: ep.APIKey, Headers: ep.Headers}
 	}
 	maxConc := ep.MaxConcurrency
 	if maxConc == 0 {
@@ -148,6 +153,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		}
 		e.be, e.takesIDs = c, true
 		e.identity = fmt.Sprintf("sglang|%s|%v", ep.Model, o.SamplingParams)
+		e.guard.probePath, e.streams = "/health", o.Stream
 	case "openai":
 		var o OpenAIOptions
 		if err := spec.Decode(ep.Options, &o); err != nil {
@@ -161,6 +167,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		}
 		e.be, e.takesIDs, e.kwargs = c, o.Completions, o.ChatTemplateKwargs
 		e.identity = fmt.Sprintf("openai|%s|%t|%v|%v", ep.Model, o.Completions, o.ChatTemplateKwargs, o.Extra)
+		e.guard.probePath, e.streams = "/models", o.Stream
 	default:
 		return nil, fmt.Errorf("endpoint %s: api %q is not supported", ep.Name, ep.API)
 	}
@@ -175,6 +182,9 @@ var errTimedOut = errors.New("request timed out")
 func (e *endpoint) generate(ctx context.Context, instance string, share float64, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
 	if f := e.fatal.Load(); f != nil {
 		return nil, f
+	}
+	if err := e.probe(ctx, timeout); err != nil {
+		return nil, err
 	}
 	if err := e.lim.acquire(ctx, instance, share); err != nil {
 		return nil, err
@@ -207,11 +217,18 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 		// The server answered: it is in service.
 		e.downSince.Store(0)
 	}
+	if context.Cause(ctx) != errTimedOut {
+		e.observe(err, be)
+	}
 	switch {
 	case err == nil:
 		tokens = gen.CompletionTokens
 	case context.Cause(ctx) == errTimedOut:
-		return nil, &backend.Error{Kind: backend.Retryable, Msg: fmt.Sprintf("nothing received for %s", timeout)}
+		msg := fmt.Sprintf("nothing received for %s", timeout)
+		if !e.streams && timeout < shortTimeout {
+			msg += "; without streaming the timeout bounds the whole answer, so a short one fails the long answers and leaves the kept ones biased short (raise timeout or set stream true)"
+		}
+		return nil, &backend.Error{Kind: backend.Retryable, Msg: msg}
 	default:
 		var be *backend.Error
 		if errors.As(err, &be) && be.Kind == backend.Fatal {

@@ -338,6 +338,10 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	if stages.Stopping(ctx) {
 		return stages.Outcome{}, stages.ErrInterrupted
 	}
+	if c, n := g.ep.spec.Context, exactPromptTokens(rec); c > 0 && n >= c {
+		// The server would refuse it, or worse cut it and answer the rest.
+		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d >= %d tokens)", g.ep.spec.Name, n, c)}, nil
+	}
 	var t *ticket
 	prompt := promptTokens(rec)
 	if g.budget != nil {
@@ -477,6 +481,9 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			req.Progress = func(n int) { t.update(done + n) }
 		}
 		gen, err := g.ask(ctx, req, tl)
+		if err == nil {
+			err = truncatedPrompt(gen, sentTokens(rec, msgs, ids, steps), g.ep.spec.Name)
+		}
 		if err == nil {
 			g.recount(gen)
 			gen.MaxTokens = g.maxTokens

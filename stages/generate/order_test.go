@@ -66,7 +66,7 @@ stages:
 	}
 }
 
-// serveRecording starts a sim server that hands every request body to
+// serveRecording starts a sim server that hands every POST body to
 // seen, one at a time, before answering it: tests check what the server
 // received, at the protocol level.
 func serveRecording(t *testing.T, cfg server.Config, seen func(body []byte)) string {
@@ -78,9 +78,11 @@ func serveRecording(t *testing.T, cfg server.Config, seen func(body []byte)) str
 	var mu sync.Mutex
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		seen(body)
-		mu.Unlock()
+		if r.Method == http.MethodPost { // not the endpoint's probe
+			mu.Lock()
+			seen(body)
+			mu.Unlock()
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.ServeHTTP(w, r)
 	}))

@@ -113,3 +113,48 @@ func redact(err error, key string) error {
 	}
 	return err
 }
+
+// Probe asks every URL for path (a cheap GET such as /models) and returns
+// nil as soon as one gives any HTTP answer, whatever its status: the server
+// is there and reading requests. It returns the last error when none
+// answers before ctx ends, and nil at once when every URL refuses the
+// connection, which the pool's own rests already deal with.
+func (p *Pool) Probe(ctx context.Context, path string, auth Auth) error {
+	errs := make(chan error, len(p.urls))
+	for _, u := range p.urls {
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(u.Base, path), nil)
+			if err != nil {
+				errs <- nil
+				return
+			}
+			for k, v := range auth.Headers {
+				req.Header.Set(k, v)
+			}
+			if auth.APIKey != "" {
+				req.Header.Set("Authorization", "Bearer "+auth.APIKey)
+			}
+			resp, err := p.client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				errs <- nil
+				return
+			}
+			if ctx.Err() == nil {
+				// Refused or unreachable: not a hang, and not ours to judge.
+				errs <- nil
+				return
+			}
+			errs <- fmt.Errorf("no answer from %s within the request timeout", u.Base)
+		}()
+	}
+	var last error
+	for range p.urls {
+		err := <-errs
+		if err == nil {
+			return nil
+		}
+		last = err
+	}
+	return last
+}
