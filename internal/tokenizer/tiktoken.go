@@ -70,6 +70,10 @@ func loadTiktoken(path string, cfg Config) (*Tokenizer, error) {
 	return t, nil
 }
 
+// maxTiktokenRank bounds a rank file's ranks: the largest vocabularies
+// hold about a million tokens.
+const maxTiktokenRank = 1 << 22
+
 // LoadTiktoken reads a tiktoken rank file (base64 token, space, rank per
 // line; path.gz is read when path is missing).
 func LoadTiktoken(path string, spec TiktokenSpec) (*Tokenizer, error) {
@@ -95,6 +99,11 @@ func LoadTiktoken(path string, spec TiktokenSpec) (*Tokenizer, error) {
 		rank, err2 := strconv.Atoi(rankText)
 		if !ok || err1 != nil || err2 != nil || rank < 0 {
 			return nil, fmt.Errorf("load %s: line %d is not \"base64 rank\"", name, line)
+		}
+		if rank > maxTiktokenRank {
+			// Ranks are dense from 0: a huge one is a broken file, and
+			// would make the token table that large.
+			return nil, fmt.Errorf("load %s: line %d has rank %d; a rank file's ranks run from 0 to its vocabulary size (at most %d)", name, line, rank, maxTiktokenRank)
 		}
 		for len(tokens) <= rank {
 			tokens = append(tokens, "")
