@@ -15,7 +15,7 @@ func init() {
 }
 
 func runGC(_ context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "gc", "[--older-than DURATION] [--yes] SPEC",
+	fs := newFlags(env, "gc", "[--older-than DURATION] [--yes] [--allow-outside] SPEC",
 		"The store keeps every answer it was ever given, so that setting an option back, raising a\n"+
 			"cap again or renaming a dataset costs no request. gc deletes what the spec's current output\n"+
 			"does not use: answers superseded by a changed option, outcomes set aside by a lowered cap,\n"+
