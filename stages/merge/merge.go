@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -178,7 +179,11 @@ func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
 // write writes the JSONL file through outfile: whole or not at all, the
 // previous version kept as out.prev, never over a file eaglet did not write.
 func (m *Merge) write(ctx context.Context, out stages.Input) error {
-	o := outfile.Options{Spec: m.spec.Path, Stage: m.stage, Overwrite: m.opts.Overwrite}
+	spec, err := filepath.Abs(m.spec.Path)
+	if err != nil {
+		spec = m.spec.Path
+	}
+	o := outfile.Options{Spec: spec, Stage: m.stage, Overwrite: m.opts.Overwrite}
 	return outfile.Write(m.out, o, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
