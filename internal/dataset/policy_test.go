@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -112,4 +113,22 @@ func truncatedGzip() string {
 	zw.Write([]byte(`{"prompt":"one"}` + "\n" + `{"prompt":"` + strings.Repeat("long ", 2000) + `"}` + "\n"))
 	zw.Close()
 	return b.String()[:b.Len()/2]
+}
+
+// TestReader_ParquetInvalidUTF8: a Parquet string that is not UTF-8 is a
+// bad row too; json.Marshal would otherwise replace its bytes unseen.
+func TestReader_ParquetInvalidUTF8(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "train.parquet")
+	writeParquet(t, p, []pqRow{
+		{ID: "a", Messages: []pqMessage{{"user", "fine"}, {"assistant", "ok"}}},
+		{ID: "b", Messages: []pqMessage{{"user", "caf\xe9"}, {"assistant", "ok"}}},
+	})
+	recs, _, err := readAll(t, p, Options{})
+	if len(recs) != 1 || err == nil || !strings.Contains(err.Error(), "row 1: a string of the row is not UTF-8") {
+		t.Errorf("%d records, err %v; want the first, then row 1 refused as not UTF-8", len(recs), err)
+	}
+	recs, r, err := readAll(t, p, Options{OnError: OnErrorSkip})
+	if err != nil || len(recs) != 1 || r.Skipped()["invalid UTF-8"] != 1 {
+		t.Errorf("skip: %d records, skipped %v, err %v; want 1 record and 1 invalid UTF-8 skipped", len(recs), r.Skipped(), err)
+	}
 }
