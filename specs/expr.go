@@ -57,6 +57,11 @@ func withSuggestion(err error, env any) error {
 	if i := strings.Index(se.Msg, ": unknown name "); i >= 0 {
 		name := strings.Fields(se.Msg[i+len(": unknown name "):])[0]
 		se.Msg += suggest(name, envNames(reflect.ValueOf(env)))
+	} else if i := strings.Index(se.Msg, ": unknown endpoint "); i >= 0 {
+		name := strings.Fields(se.Msg[i+len(": unknown endpoint "):])[0]
+		if sug := suggest(name, envNames(envField(reflect.ValueOf(env), "endpoints"))); sug != "" {
+			se.Msg = strings.Replace(se.Msg, " (define it under endpoints:)", sug, 1)
+		}
 	} else if i := strings.Index(se.Msg, ": unknown var "); i >= 0 {
 		name := strings.Fields(se.Msg[i+len(": unknown var "):])[0]
 		if sug := suggest(name, envNames(envField(reflect.ValueOf(env), "vars"))); sug != "" {
@@ -267,7 +272,13 @@ func (e *Expr) errorAt(err error) error {
 		msg = fe.Message
 		// vars is a generated struct; name the missing var, not the Go type.
 		if i := strings.Index(msg, " has no field "); i > 0 && strings.HasPrefix(msg, "type struct") {
-			msg = "unknown var " + strings.TrimSpace(msg[i+len(" has no field "):]) + " (define it under vars:)"
+			name := strings.TrimSpace(msg[i+len(" has no field "):])
+			if strings.Contains(msg[:i], "EndpointInfo") {
+				// endpoints is generated the same way.
+				msg = "unknown endpoint " + name + " (define it under endpoints:)"
+			} else {
+				msg = "unknown var " + name + " (define it under vars:)"
+			}
 		}
 		if fe.Line <= 1 {
 			if e.quoted {
@@ -317,6 +328,33 @@ func varsValue(vars []Var) any {
 	val := reflect.New(reflect.StructOf(fields)).Elem()
 	for i, v := range vars {
 		val.Field(i).Set(reflect.ValueOf(v.Value))
+	}
+	return val.Interface()
+}
+
+// EndpointInfo is what instance-level expressions see of an endpoint, so
+// that `max_prompt_tokens: "endpoints.target.context - 4096"` follows the
+// model and plan counts the prompts that do not fit before the run.
+type EndpointInfo struct {
+	Name        string `expr:"name"`
+	Context     int    `expr:"context"`
+	Concurrency int    `expr:"concurrency"`
+}
+
+// endpointsValue makes the endpoints a struct with one field per name, as
+// varsValue does, so a misspelt endpoint fails to compile.
+func endpointsValue(eps []*Endpoint) any {
+	if len(eps) == 0 {
+		return struct{}{}
+	}
+	fields := make([]reflect.StructField, len(eps))
+	for i, ep := range eps {
+		fields[i] = reflect.StructField{Name: fmt.Sprintf("E%d", i), Type: reflect.TypeOf(EndpointInfo{}),
+			Tag: reflect.StructTag(fmt.Sprintf(`expr:%q`, ep.Name))}
+	}
+	val := reflect.New(reflect.StructOf(fields)).Elem()
+	for i, ep := range eps {
+		val.Field(i).Set(reflect.ValueOf(EndpointInfo{Name: ep.Name, Context: ep.Context, Concurrency: ep.Concurrency.N}))
 	}
 	return val.Interface()
 }
