@@ -104,4 +104,21 @@ func TestLoad_EveryProblemAtOnce(t *testing.T) {
 			t.Errorf("err = %v; want it to contain %q", err, want)
 		}
 	}
+	// A value of the wrong type, and a stage after one that fails to
+	// compile, hide nothing either; a version of the wrong type is not
+	// also "missing".
+	spec = strings.Replace(validBase, "version: 1", "version: one", 1)
+	spec = strings.Replace(spec, "a: {source: a.jsonl}", "a: {source: a.jsonl, weight: heavy}", 1) +
+		"  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: \"vars.nope\"}}\n" +
+		"  - {name: g, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: -1}}\n"
+	os.WriteFile(path, []byte(spec), 0o644)
+	_, err = engine.Load(path, func(string) (string, bool) { return "", false })
+	for _, want := range []string{`expected an integer, got "one"`, `expected a number, got "heavy"`, "unknown var nope", "g[a]: max_tokens evaluates to -1", "4 problems"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v; want it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "missing `version") {
+		t.Errorf("err = %v; a version of the wrong type is reported as missing too", err)
+	}
 }

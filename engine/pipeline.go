@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 
@@ -71,15 +70,11 @@ func Load(path string, lookup specs.LookupEnv, opts ...LoadOption) (*Pipeline, e
 			all = appendFlat(all, e)
 		}
 	}
-	if err == nil {
-		// One bad expression must not hide the rest: the stages that did
-		// compile are checked per instance too (a max_tokens of -5), as
-		// `eaglet validate` does once the spec compiles. With the spec's
-		// own problems (a dataset field of the wrong type) their zero
-		// values would only add noise.
-		if cherr := p.Check(); cherr != nil {
-			all = appendFlat(all, cherr)
-		}
+	// One bad expression or value must not hide the rest: the stages that
+	// did compile are checked per instance too (a max_tokens of -5), as
+	// `eaglet validate` does once the spec compiles.
+	if cherr := p.Check(); cherr != nil {
+		all = appendFlat(all, cherr)
 	}
 	sortByPosition(all.Errors)
 	all.ErrorFormat = specs.FormatErrors
@@ -112,7 +107,7 @@ func Compile(spec *specs.Spec) (*Pipeline, error) {
 }
 
 // compile is Compile that also returns, with its errors, the pipeline of
-// the stages that compiled (without those and what needs them).
+// the stages that compiled, for checking them too.
 func compile(spec *specs.Spec) (*Pipeline, *multierror.Error) {
 	var errs *multierror.Error
 	compiled := map[string]*Stage{}
@@ -132,13 +127,11 @@ func compile(spec *specs.Spec) (*Pipeline, *multierror.Error) {
 	}
 	p := &Pipeline{Spec: spec, byID: map[string]*Node{}}
 	perStage := map[string][]*Node{}
-	built := map[string]bool{}
 	for _, st := range topoStages(spec) {
 		cs := compiled[st.Name]
-		if cs == nil || slices.ContainsFunc(st.Needs, func(n string) bool { return !built[n] }) {
-			continue
+		if cs == nil {
+			continue // its needs' users then lack that edge: fine for checks
 		}
-		built[st.Name] = true
 		var nodes []*Node
 		if st.Foreach == "datasets" {
 			for _, ds := range spec.Datasets {

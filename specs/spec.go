@@ -167,6 +167,8 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 
 	root := doc.Content[0]
 	switch {
+	case top.Version == 0 && valueNode(root, "version") != nil:
+		// A value of the wrong type, already reported where it is.
 	case top.Version == 0:
 		errs.node(root, "missing `version: %d` at the top of the spec", CurrentVersion)
 	case top.Version != CurrentVersion:
