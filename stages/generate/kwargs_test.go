@@ -68,6 +68,10 @@ func TestGenerate_SendsTokenizeKwargs(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r) // the endpoint's probe
+			return
+		}
 		var body struct {
 			Kwargs json.RawMessage `json:"chat_template_kwargs"`
 		}
