@@ -40,7 +40,8 @@ type endpoint struct {
 	// downSince is when requests began to find every URL out of service
 	// (unix nanoseconds; 0 while one is in).
 	downSince atomic.Int64
-	guard     guard
+	// guard stops the endpoint early when going on would waste the run.
+	guard guard
 	// streams is set when answers stream, so the timeout counts from the
 	// last token rather than bounding the whole answer.
 	streams bool

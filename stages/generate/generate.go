@@ -340,7 +340,7 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	}
 	if c, n := g.ep.spec.Context, exactPromptTokens(rec); c > 0 && n >= c {
 		// The server would refuse it, or worse cut it and answer the rest.
-		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d >= %d tokens)", g.ep.spec.Name, n, c)}, nil
+		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d tokens)", g.ep.spec.Name, c)}, nil
 	}
 	var t *ticket
 	prompt := promptTokens(rec)

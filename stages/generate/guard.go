@@ -102,7 +102,9 @@ func truncatedPrompt(gen *conv.Generation, sent int, epName string) error {
 	if short <= 16 || short*20 <= sent {
 		return nil
 	}
-	return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d of the %d prompt tokens sent, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx; vLLM: --max-model-len), or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:)", gen.PromptTokens, sent, epName)}
+	// The count sent stays out of the message, so that status groups the
+	// records a server cut to one context under one reason.
+	return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens, fewer than were sent, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx; vLLM: --max-model-len), or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:)", gen.PromptTokens, epName)}
 }
 
 // sentTokens is how many prompt tokens a request sent, when eaglet knows

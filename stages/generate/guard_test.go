@@ -159,9 +159,9 @@ stages:
 		switch {
 		case strings.HasPrefix(r, "0 "):
 			done += n
-		case strings.Contains(r, "prompt truncated by the server: it read 40 of the "):
+		case strings.Contains(r, "prompt truncated by the server: it read 40 prompt tokens, fewer than were sent"):
 			truncated += n
-		case strings.Contains(r, "prompt longer than endpoint target's context (") && strings.Contains(r, ">= 200 tokens)"):
+		case strings.Contains(r, "prompt longer than endpoint target's context (200 tokens)"):
 			tooLong += n
 		}
 	}
