@@ -315,6 +315,13 @@ func keepSuperseded(tx *sql.Tx, inst string, items []Item) error {
 	return nil
 }
 
+// reusableSQL finds an answer by content. "in_chash != ''" is what lets
+// SQLite use the partial index items_reuse: without it every look-up
+// scanned the whole table (TestStore_ReuseUsesIndex).
+const reusableSQL = `SELECT data, ptok, ctok FROM items WHERE in_chash = ? AND in_chash != '' AND fp = ? AND status = 0
+	AND data IS NOT NULL
+	UNION ALL SELECT data, ptok, ctok FROM cache WHERE in_chash = ? AND fp = ? LIMIT 1`
+
 // Reusable is an earlier outcome found for an input's content.
 type Reusable struct {
 	Data             []byte
@@ -330,10 +337,7 @@ func (s *Store) ReusableOutcome(ctx context.Context, fp, inChash string) (*Reusa
 		return nil, nil
 	}
 	var r Reusable
-	err := s.r.QueryRowContext(ctx, `SELECT data, ptok, ctok FROM items WHERE in_chash = ? AND fp = ? AND status = 0
-		AND data IS NOT NULL
-		UNION ALL SELECT data, ptok, ctok FROM cache WHERE in_chash = ? AND fp = ? LIMIT 1`,
-		inChash, fp, inChash, fp).Scan(&r.Data, &r.PromptTokens, &r.CompletionTokens)
+	err := s.r.QueryRowContext(ctx, reusableSQL, inChash, fp, inChash, fp).Scan(&r.Data, &r.PromptTokens, &r.CompletionTokens)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -649,7 +653,8 @@ func (s *Store) CountPending(inst string, upstream []string, fp string) (Pending
 		return p, nil
 	}
 	err := s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(u.chash != '' AND (
-			EXISTS (SELECT 1 FROM items c WHERE c.in_chash = u.chash AND c.fp = ? AND c.status = 0 AND c.data IS NOT NULL)
+			EXISTS (SELECT 1 FROM items c WHERE c.in_chash = u.chash AND c.in_chash != '' AND c.fp = ? AND c.status = 0
+				AND c.data IS NOT NULL)
 			OR EXISTS (SELECT 1 FROM cache c WHERE c.in_chash = u.chash AND c.fp = ?))), 0)
 		FROM (SELECT u.key, MIN(u.chash) AS chash FROM items u LEFT JOIN items o ON o.instance = ? AND o.key = u.key
 		WHERE u.instance IN (`+placeholders(len(upstream))+`) AND u.live = 1 AND u.status = 0

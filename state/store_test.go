@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -184,5 +185,33 @@ func TestStore_Open_PathWithURICharacters(t *testing.T) {
 	s.Close()
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("the store is not where it was asked to be: %v", err)
+	}
+}
+
+// TestStore_ReuseUsesIndex: looking an answer up by content is an index
+// search, not a scan of every stored record.
+func TestStore_ReuseUsesIndex(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+reusableSQL, "c", "fp", "c", "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	got := strings.Join(plan, "\n")
+	if !strings.Contains(got, "items_reuse") || strings.Contains(got, "SCAN items") {
+		t.Errorf("the look-up of an answer by content does not use items_reuse:\n%s", got)
 	}
 }
