@@ -96,10 +96,10 @@ stages:
 	}
 	p, store := enginetest.Open(b, dir, spec("0.7"))
 	enginetest.Run(b, p, store, nil)
-	if fi, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
-		b.ReportMetric(float64(fi.Size())/(1<<20), "store-MiB")
-	}
 	for b.Loop() {
+		if fi, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
+			b.ReportMetric(float64(fi.Size())/(1<<20), "store-MiB")
+		}
 		for _, tc := range []struct{ name, temp string }{{"unchanged", "0.7"}, {"temperature", "0.9"}} {
 			p, store := enginetest.Open(b, dir, spec(tc.temp))
 			start := time.Now()
