@@ -190,6 +190,9 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	if err := e.lim.acquire(ctx, instance, share); err != nil {
 		return nil, err
 	}
+	if req.Sent != nil {
+		req.Sent()
+	}
 	start := time.Now()
 	tokens := 0
 	defer func() { e.lim.release(instance, time.Since(start), tokens) }()
@@ -203,10 +206,10 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	watchdog := time.AfterFunc(timeout, func() { cancel(errTimedOut) })
 	defer watchdog.Stop()
 	r := *req
-	r.Progress = func(n int) {
+	r.Progress = func(p backend.Progress) {
 		watchdog.Reset(timeout)
 		if req.Progress != nil {
-			req.Progress(n)
+			req.Progress(p)
 		}
 	}
 	gen, err := e.be.Generate(ctx, &r)
