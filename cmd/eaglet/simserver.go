@@ -41,6 +41,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.Float64Var(&cfg.Slowdown, "slowdown", 0.5, "extra decode time per sequence at a full batch")
 	fs.StringVar(&cfg.Reasoning, "reasoning-format", server.ReasoningContent,
 		"how chat returns reasoning: reasoning_content, reasoning or think (inline)")
+	fs.IntVar(&cfg.StreamInterval, "stream-interval", 1, "fewest tokens in one stream event, as SGLang's --stream-interval")
 	fs.BoolVar(&cfg.Incremental, "incremental", false, "stream /generate deltas instead of cumulative output")
 	fs.BoolVar(&cfg.FlatErrors, "flat-errors", false, `send OpenAI-route errors as {"object":"error",...}`)
 	fs.BoolVar(&cfg.Comments, "comments", false, "send ': OPENROUTER PROCESSING' SSE comments")

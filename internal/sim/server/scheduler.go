@@ -84,7 +84,7 @@ func (s *scheduler) wait(ctx context.Context, prompt, total, maxTokens int, emit
 		if done {
 			n = total
 		}
-		if n > sent {
+		if n > sent && (n-sent >= s.cfg.StreamInterval || done) {
 			if err := emit(n); err != nil {
 				return err
 			}

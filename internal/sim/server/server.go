@@ -56,6 +56,10 @@ type Config struct {
 	Comments bool
 	// StreamChunk is how many tokens an instant stream puts in one event (8).
 	StreamChunk int
+	// StreamInterval is the fewest new tokens a timed stream sends in one
+	// event (the last may carry fewer), as SGLang's --stream-interval;
+	// 0 or 1 sends whatever each scheduler step decoded.
+	StreamInterval int
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
 	Faults Faults

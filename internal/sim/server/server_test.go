@@ -220,3 +220,33 @@ func TestServer_SpeedAfterIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestServer_StreamInterval: a timed stream sends at least the interval's
+// tokens in an event, as SGLang's --stream-interval does, and the last
+// event whatever is left.
+func TestServer_StreamInterval(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.01})
+	_, url := start(t, Config{Model: m, Speed: 400, StreamInterval: 7, Incremental: true})
+	resp := post(t, url+"/generate", map[string]any{"text": "tell me", "stream": true,
+		"sampling_params": map[string]any{"max_new_tokens": 300}})
+	evs := events(t, resp)
+	if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
+		t.Fatalf("events %q", evs)
+	}
+	total := 0
+	for i, ev := range evs[:len(evs)-1] {
+		var out struct {
+			OutputIDs []int `json:"output_ids"`
+		}
+		if err := json.Unmarshal([]byte(ev), &out); err != nil {
+			t.Fatal(err)
+		}
+		total += len(out.OutputIDs)
+		if i < len(evs)-2 && len(out.OutputIDs) < 7 {
+			t.Errorf("event %d carries %d tokens; want at least 7", i, len(out.OutputIDs))
+		}
+	}
+	if want := m.Answer(sim.Prompt{Text: "tell me"}, sim.Options{MaxTokens: 300}).CompletionTokens(); total != want {
+		t.Errorf("stream carried %d tokens; the answer has %d", total, want)
+	}
+}
