@@ -38,6 +38,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s per sequence (0: free)")
 	fs.IntVar(&cfg.MaxRunning, "max-running", 0, "most sequences decoding at once (0: unlimited)")
 	fs.IntVar(&cfg.KVTokens, "kv-tokens", 0, "KV-cache capacity in tokens; overflow retracts sequences (0: unlimited)")
+	fs.IntVar(&cfg.ClipEstimate, "clip-estimate", 4096, "most output tokens admission reserves for a sequence, as SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION")
 	fs.Float64Var(&cfg.Slowdown, "slowdown", 0.5, "extra decode time per sequence at a full batch")
 	fs.StringVar(&cfg.Reasoning, "reasoning-format", server.ReasoningContent,
 		"how chat returns reasoning: reasoning_content, reasoning or think (inline)")

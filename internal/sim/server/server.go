@@ -40,6 +40,10 @@ type Config struct {
 	// every running sequence); 0 is unlimited. When running sequences
 	// outgrow it the newest are retracted, queued again and recomputed.
 	KVTokens int
+	// ClipEstimate caps the output a sequence is expected to still
+	// produce when admission reserves cache for it (4096, SGLang's
+	// SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION).
+	ClipEstimate int
 	// Slowdown is how much slower each sequence decodes at a full batch:
 	// speed = Speed / (1 + Slowdown * running / MaxRunning).
 	Slowdown float64
@@ -91,6 +95,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("sim server: reasoning format %q: want %s, %s or %s",
 			cfg.Reasoning, ReasoningContent, ReasoningField, ReasoningInline)
 	}
+	if cfg.ClipEstimate <= 0 {
+		cfg.ClipEstimate = 4096
+	}
 	if cfg.StreamChunk <= 0 {
 		cfg.StreamChunk = 8
 	}
@@ -103,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
 	})
@@ -131,6 +139,7 @@ type Stats struct {
 	PeakRunning      int              `json:"peak_running"`
 	KVUsed           int              `json:"kv_used"`
 	Retractions      int64            `json:"retractions"`
+	NewTokenRatio    float64          `json:"new_token_ratio"`
 	RecomputedTokens int64            `json:"recomputed_tokens"`
 	Faults           map[string]int64 `json:"faults,omitempty"`
 }
