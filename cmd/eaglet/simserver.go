@@ -35,7 +35,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.Float64Var(&mc.ToolCallRate, "tool-call-rate", 0.3, "chance of a tool call when the request offers tools")
 	fs.StringVar(&cfg.Name, "model", "sim", "served model name")
 	fs.Float64Var(&cfg.Speed, "speed", 0, "decode tokens/s per sequence (0: instant)")
-	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s per sequence (0: free)")
+	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s of the server; decoding waits meanwhile (0: free)")
 	fs.IntVar(&cfg.MaxRunning, "max-running", 0, "most sequences decoding at once (0: unlimited)")
 	fs.IntVar(&cfg.KVTokens, "kv-tokens", 0, "KV-cache capacity in tokens; overflow retracts sequences (0: unlimited)")
 	fs.IntVar(&cfg.ClipEstimate, "clip-estimate", 4096, "most output tokens admission reserves for a sequence, as SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION")

@@ -161,20 +161,28 @@ func (s *scheduler) step(dt float64) {
 	if s.cfg.MaxRunning > 0 {
 		speed /= 1 + s.cfg.Slowdown*float64(len(s.running))/float64(s.cfg.MaxRunning)
 	}
+	// Prefill goes first, as in SGLang without mixed chunks: while the
+	// batch prefills new or retracted sequences, nothing decodes.
+	budget := dt
+	for _, q := range s.running {
+		if q.prefill <= 0 {
+			continue
+		}
+		if s.cfg.PrefillSpeed <= 0 {
+			q.prefill = 0
+			continue
+		}
+		use := min(budget, q.prefill/s.cfg.PrefillSpeed)
+		q.prefill -= use * s.cfg.PrefillSpeed
+		budget -= use
+	}
 	kept := s.running[:0]
 	for _, q := range s.running {
-		budget := dt
-		if q.prefill > 0 {
-			if s.cfg.PrefillSpeed > 0 {
-				use := min(budget, q.prefill/s.cfg.PrefillSpeed)
-				q.prefill -= use * s.cfg.PrefillSpeed
-				budget -= use
-			} else {
-				q.prefill = 0
-			}
-		}
 		before := int(q.produced)
-		q.produced = min(float64(q.total), q.produced+speed*budget)
+		if q.prefill <= 1e-9 {
+			q.prefill = 0
+			q.produced = min(float64(q.total), q.produced+speed*budget)
+		}
 		if q.produced >= float64(q.total) {
 			q.done = true
 		}
@@ -194,7 +202,7 @@ func (s *scheduler) step(dt float64) {
 		s.retract()
 	default:
 		// One decay per decode step: a step is one token of each sequence.
-		s.ratio = max(minRatio, s.ratio-ratioDecay*speed*dt)
+		s.ratio = max(minRatio, s.ratio-ratioDecay*speed*budget)
 	}
 	s.admit()
 }

@@ -56,3 +56,17 @@ func TestScheduler_AdmitReservesAsSGLang(t *testing.T) {
 		t.Errorf("ratio %v after 100 decode steps from %v; want %v", s.ratio, before, want)
 	}
 }
+
+// TestScheduler_PrefillStallsDecode: recomputing a retracted sequence's
+// prefix takes the server's time from every sequence, which is what makes
+// preemption expensive.
+func TestScheduler_PrefillStallsDecode(t *testing.T) {
+	s := &scheduler{cfg: Config{Speed: 100, PrefillSpeed: 1000, ClipEstimate: 4096}, ratio: initRatio}
+	a := &seq{prompt: 10, total: 1000, maxTokens: 1000, notify: make(chan struct{}, 1)}
+	b := &seq{prompt: 10, produced: 490, prefill: 500, total: 1000, maxTokens: 1000, notify: make(chan struct{}, 1)}
+	s.running = []*seq{a, b}
+	s.step(1)
+	if a.produced != 50 || b.produced != 540 || b.prefill != 0 {
+		t.Errorf("after 1 s with 0.5 s of prefill: produced %v and %v (prefill left %v); want 50 and 540", a.produced, b.produced, b.prefill)
+	}
+}

@@ -31,8 +31,10 @@ type Config struct {
 	Name string
 	// Speed is decode tokens per second per sequence; 0 answers at once.
 	Speed float64
-	// PrefillSpeed is prompt tokens per second when a sequence is admitted
-	// or re-admitted after a retraction; 0 makes prefill free.
+	// PrefillSpeed is the prompt tokens per second the server prefills
+	// when sequences are admitted or re-admitted after a retraction (the
+	// prompt and all its output again); decoding waits meanwhile, as in
+	// SGLang. 0 makes prefill free.
 	PrefillSpeed float64
 	// MaxRunning caps the sequences decoding at once; 0 is unlimited.
 	MaxRunning int
