@@ -19,6 +19,11 @@ type limiter struct {
 	inflight int
 	groups   map[string]*group
 	auto     *gradient
+	// watch and kv, when set, adapt an auto limit to the server's own
+	// load metrics; the gradient stands in while the server has none.
+	watch     *loadWatch
+	kv        *kvControl
+	completed int
 }
 
 type group struct {
@@ -59,6 +64,9 @@ func (l *limiter) acquire(ctx context.Context, name string, weight float64) erro
 	w := &waiter{ch: make(chan struct{})}
 	g.waiters = append(g.waiters, w)
 	l.dispatch()
+	if l.watch != nil {
+		l.watch.poll(l.useLoad)
+	}
 	l.mu.Unlock()
 	select {
 	case <-w.ch:
@@ -86,9 +94,21 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.auto != nil && tokens > 0 {
-		l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
+		l.completed++
+		if l.watch == nil || !l.watch.poll(l.useLoad) {
+			l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
+		}
 	}
 	l.releaseLocked(l.groups[name])
+}
+
+// useLoad sets the limit from a reading of the server's load.
+func (l *limiter) useLoad(ld serverLoad) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limit = l.kv.next(l.limit, float64(l.max), l.completed, ld)
+	l.completed = 0
+	l.dispatch()
 }
 
 func (l *limiter) releaseLocked(g *group) {
