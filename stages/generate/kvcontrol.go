@@ -23,6 +23,10 @@ type kvControl struct {
 	// answers admitted last have yet to grow to their length and the
 	// usage read now understates what they will hold.
 	filling bool
+	// took and took2 average the durations of finished requests and
+	// their squares, for the mean age of requests running in steady state.
+	took, took2 float64
+	finishedN   int
 }
 
 const (
@@ -38,9 +42,31 @@ const (
 
 func newKVControl() *kvControl { return &kvControl{target: startTarget, filling: true} }
 
+// finished learns a finished request's duration.
+func (c *kvControl) finished(seconds float64) {
+	c.finishedN++
+	a := math.Max(1/float64(c.finishedN), 0.02)
+	c.took += a * (seconds - c.took)
+	c.took2 += a * (seconds*seconds - c.took2)
+}
+
+// maturity is how much more cache the running requests will hold on
+// average once the batch is in its steady state than now, taken from
+// their ages: a request holds cache in proportion to its age, and in a
+// steady state the mean age of those running is E[T²]/2E[T] over their
+// durations T. At the start every request is young and the cache looks
+// emptier than it will be.
+func (c *kvControl) maturity(age float64) float64 {
+	if c.finishedN < 10 || age <= 0 || c.took <= 0 {
+		return 1
+	}
+	return math.Min(3, math.Max(1, c.took2/(2*c.took)/age))
+}
+
 // next returns the limit after a load reading; completed is how many
-// requests finished since the last reading.
-func (c *kvControl) next(limit, maxLimit float64, completed int, l serverLoad) float64 {
+// requests finished since the last reading and age the mean age of those
+// in flight, in seconds.
+func (c *kvControl) next(limit, maxLimit float64, completed int, age float64, l serverLoad) float64 {
 	if !c.seen {
 		c.seen, c.preempted = true, l.preempted
 	}
@@ -56,11 +82,12 @@ func (c *kvControl) next(limit, maxLimit float64, completed int, l serverLoad) f
 	c.target = math.Min(maxTarget, c.target+targetStep*float64(completed)/math.Max(limit, 1))
 	ceiling := maxLimit
 	if l.usage > 0 && l.running > 0 {
-		ceiling = l.running * c.target / l.usage
+		ceiling = l.running * c.target / (l.usage * c.maturity(age))
 	}
-	if l.queued > 0 {
+	if l.queued > math.Max(2, l.running/10) {
 		// The server holds requests back: more would only wait there,
-		// and be admitted on its terms, not ours.
+		// and be admitted on its terms, not ours. A request or two is
+		// always between arriving and the next scheduler step.
 		ceiling = math.Min(ceiling, l.running+1)
 	}
 	if limit > ceiling {

@@ -44,23 +44,23 @@ vllm:num_preemptions_total{engine="0",model_name="a b"} 4
 func TestKVControl(t *testing.T) {
 	c := newKVControl()
 	limit := 16.0
-	limit = c.next(limit, 400, 4, serverLoad{running: 16, usage: 0.1})
+	limit = c.next(limit, 400, 4, 0, serverLoad{running: 16, usage: 0.1})
 	if limit != 20 {
 		t.Errorf("filling: limit %v after 4 answers; want 20", limit)
 	}
 	// 40 running fill 0.8 of the cache: 0.85/0.8 x 40 = 42.5 fit.
 	limit = 40
 	for range 50 {
-		limit = c.next(limit, 400, 10, serverLoad{running: 40, usage: 0.8})
+		limit = c.next(limit, 400, 10, 0, serverLoad{running: 40, usage: 0.8})
 	}
 	if want := 40 * c.target / 0.8; math.Abs(limit-want) > 1e-9 || c.target <= startTarget {
 		t.Errorf("limit %v, target %v; want the ceiling %v with the target risen", limit, c.target, want)
 	}
-	if got := c.next(limit, 400, 1, serverLoad{running: 30, queued: 5, usage: 0.7}); got != math.Max(31, limit*0.9) {
+	if got := c.next(limit, 400, 1, 0, serverLoad{running: 30, queued: 6, usage: 0.7}); got != math.Max(31, limit*0.9) {
 		t.Errorf("with the server queueing, limit %v; want it falling toward running+1", got)
 	}
 	target := c.target
-	if got := c.next(40, 400, 1, serverLoad{running: 40, usage: 0.9, preempted: 1}); got != 36 || c.target != target-targetStep {
+	if got := c.next(40, 400, 1, 0, serverLoad{running: 40, usage: 0.9, preempted: 1}); got != 36 || c.target != target-targetStep {
 		t.Errorf("after a preemption: limit %v, target %v; want 36 and %v", got, c.target, target-targetStep)
 	}
 }

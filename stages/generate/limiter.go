@@ -24,6 +24,10 @@ type limiter struct {
 	watch     *loadWatch
 	kv        *kvControl
 	completed int
+	// startSum adds up when the requests in flight were granted (seconds
+	// since start), for their mean age.
+	startSum float64
+	start    time.Time
 }
 
 type group struct {
@@ -38,7 +42,7 @@ type waiter struct {
 }
 
 func newLimiter(limit, max int, auto bool) *limiter {
-	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}}
+	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, start: time.Now()}
 	if auto {
 		l.auto = &gradient{probing: true}
 	}
@@ -75,6 +79,10 @@ func (l *limiter) acquire(ctx context.Context, name string, weight float64) erro
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if w.granted {
+			if l.kv != nil {
+				// Granted as it gave up: it was just now.
+				l.startSum -= time.Since(l.start).Seconds()
+			}
 			l.releaseLocked(g)
 			return ctx.Err()
 		}
@@ -93,8 +101,14 @@ func (l *limiter) acquire(ctx context.Context, name string, weight float64) erro
 func (l *limiter) release(name string, took time.Duration, tokens int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.kv != nil {
+		l.startSum -= time.Since(l.start).Seconds() - took.Seconds()
+	}
 	if l.auto != nil && tokens > 0 {
 		l.completed++
+		if l.kv != nil {
+			l.kv.finished(took.Seconds())
+		}
 		if l.watch == nil || !l.watch.poll(l.useLoad) {
 			l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
 		}
@@ -106,7 +120,11 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 func (l *limiter) useLoad(ld serverLoad) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.limit = l.kv.next(l.limit, float64(l.max), l.completed, ld)
+	age := 0.0
+	if l.inflight > 0 {
+		age = time.Since(l.start).Seconds() - l.startSum/float64(l.inflight)
+	}
+	l.limit = l.kv.next(l.limit, float64(l.max), l.completed, age, ld)
 	l.completed = 0
 	l.dispatch()
 }
@@ -138,6 +156,9 @@ func (l *limiter) dispatch() {
 		w.granted = true
 		best.inflight++
 		l.inflight++
+		if l.kv != nil {
+			l.startSum += time.Since(l.start).Seconds()
+		}
 		close(w.ch)
 	}
 }
