@@ -235,8 +235,10 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	watchdog := time.AfterFunc(timeout, func() { cancel(errTimedOut) })
 	defer watchdog.Stop()
 	r := *req
+	gaps := e.lim.watchStream()
 	r.Progress = func(p backend.Progress) {
 		watchdog.Reset(timeout)
+		gaps.event()
 		if req.Progress != nil {
 			req.Progress(p)
 		}

@@ -162,6 +162,13 @@ func (w *loadWatch) poll(use func(serverLoad)) bool {
 	return true
 }
 
+// isOff says whether discovery found no metrics.
+func (w *loadWatch) isOff() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.off
+}
+
 func (w *loadWatch) fetch() (serverLoad, error) {
 	var total serverLoad
 	for _, u := range w.urls {
