@@ -17,8 +17,8 @@ type kvControl struct {
 	target    float64
 	preempted float64
 	seen      bool
-	// filling is the start, while the cache is under half the target
-	// and nothing was preempted: the limit grows by one per finished
+	// filling is the start, while the cache is under a third of the
+	// target and nothing was preempted: the limit grows by one per finished
 	// request. After, it grows by two per round of answers, since the
 	// answers admitted last have yet to grow to their length and the
 	// usage read now understates what they will hold.
@@ -96,7 +96,7 @@ func (c *kvControl) next(limit, maxLimit float64, completed int, age float64, l 
 		// attrition and need not fall faster than a tenth a reading.
 		return math.Max(1, math.Max(ceiling, limit*0.9))
 	}
-	if c.filling && l.usage >= c.target/2 {
+	if c.filling && l.usage >= c.target/3 {
 		c.filling = false
 	}
 	grow := float64(completed)
