@@ -58,20 +58,7 @@ stages:
     with: {max_tokens: 8192, budget: {completion_tokens: %d}}
 `, url, tokDir, limit))
 			enginetest.Run(t, p, store, nil)
-			counts, err := store.Counts("generate[d]")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var spent int64
-			var skipped int
-			for _, c := range counts {
-				switch c.Status {
-				case 0:
-					spent += c.CompletionTokens
-				case 2:
-					skipped += c.N
-				}
-			}
+			spent, skipped := spentOn(t, store, "generate[d]")
 			over := float64(spent-limit) / limit
 			t.Logf("%s: spent %d of %d (%+.2f%%), %d skipped", tc.name, spent, limit, 100*over, skipped)
 			if over > 0.01 {
