@@ -23,6 +23,10 @@ type kvControl struct {
 	// answers admitted last have yet to grow to their length and the
 	// usage read now understates what they will hold.
 	filling bool
+	// regain is the level a preemption cut the limit from, less a
+	// twentieth: the limit grows back to it by one per finished request,
+	// since the cut only waits for the overflowing answers to end.
+	regain float64
 	// took and took2 average the durations of finished requests and
 	// their squares, for the mean age of requests running in steady state.
 	took, took2 float64
@@ -73,7 +77,9 @@ func (c *kvControl) next(limit, maxLimit float64, completed int, age float64, l 
 	if l.preempted > c.preempted {
 		c.preempted, c.filling = l.preempted, false
 		c.target = math.Max(minTarget, c.target-targetStep)
-		return math.Max(1, math.Min(limit, math.Max(l.running, 1))*0.9)
+		level := math.Min(limit, math.Max(l.running, 1))
+		c.regain = level * 0.95
+		return math.Max(1, level*0.9)
 	}
 	if l.preempted < c.preempted {
 		// The server restarted: its counter did too.
@@ -100,7 +106,7 @@ func (c *kvControl) next(limit, maxLimit float64, completed int, age float64, l 
 		c.filling = false
 	}
 	grow := float64(completed)
-	if !c.filling {
+	if !c.filling && limit >= c.regain {
 		grow *= 2 / math.Max(limit, 1)
 	}
 	return math.Min(math.Min(limit+grow, ceiling), maxLimit)

@@ -64,3 +64,24 @@ func TestKVControl(t *testing.T) {
 		t.Errorf("after a preemption: limit %v, target %v; want 36 and %v", got, c.target, target-targetStep)
 	}
 }
+
+// TestKVControl_RegainsAfterPreemption: a preemption cuts the limit to 0.9
+// of what ran; it grows back by one per finished request up to 0.95 of
+// that level, then by two a round.
+func TestKVControl_RegainsAfterPreemption(t *testing.T) {
+	c := newKVControl()
+	c.filling = false
+	c.next(40, 400, 0, 0, serverLoad{running: 40, usage: 0.5})
+	limit := c.next(40, 400, 0, 0, serverLoad{running: 40, usage: 0.5, preempted: 1})
+	if limit != 36 {
+		t.Fatalf("limit %v after a preemption at 40 running; want 36", limit)
+	}
+	limit = c.next(limit, 400, 1, 0, serverLoad{running: 36, usage: 0.5, preempted: 1})
+	if limit != 37 {
+		t.Errorf("limit %v one answer after; want 37", limit)
+	}
+	limit = c.next(38, 400, 19, 0, serverLoad{running: 38, usage: 0.5, preempted: 1})
+	if limit != 39 {
+		t.Errorf("limit %v after half a round past 0.95 of 40; want 39", limit)
+	}
+}
