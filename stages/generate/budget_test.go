@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
-	"github.com/eaglet-dev/eaglet/state"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // writePrompts writes n distinct one-question conversations.
