@@ -183,7 +183,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 }
 
 // loadEvery is how often concurrency: auto reads the server's metrics.
-const loadEvery = 250 * time.Millisecond
+const loadEvery = 50 * time.Millisecond
 
 // watchLoad makes concurrency: auto follow the server's load metrics: at
 // metrics (a URL), or at the servers' /metrics if they export SGLang's or
