@@ -1,6 +1,7 @@
 package generate_test
 
 import (
+	"bytes"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -24,7 +25,8 @@ import (
 // too many requests in flight cost recomputed prefixes. It reports output
 // tokens per simulated second (sim-tokens/s) and preemptions for fixed
 // concurrencies around the point where preemptions begin and for
-// concurrency: auto with and without the server's /metrics.
+// concurrency: auto with and without the server's /metrics, streaming (and
+// with metrics, not streaming).
 //
 //	go test ./stages/generate -run '^$' -bench Scheduling -benchtime 1x
 //
@@ -32,12 +34,13 @@ import (
 func BenchmarkScheduling(b *testing.B) {
 	const timeScale = 50
 	cases := []struct{ name, concurrency, options string }{
-		{"fixed32", "32", ""},
-		{"fixed38", "38", ""},
-		{"fixed45", "45", ""},
-		{"fixed150", "150", ""},
-		{"auto-latency", "auto", ", metrics: off"},
-		{"auto-metrics", "auto", ""},
+		{"fixed32", "32", "stream: true"},
+		{"fixed38", "38", "stream: true"},
+		{"fixed45", "45", "stream: true"},
+		{"fixed150", "150", "stream: true"},
+		{"auto-latency", "auto", "stream: true, metrics: off"},
+		{"auto-metrics", "auto", "stream: true"},
+		{"auto-metrics-unstreamed", "auto", "stream: false"},
 	}
 	for _, c := range cases {
 		if pick := os.Getenv("EAGLET_BENCH_SCHED"); pick != "" && !matchesAny(c.name, pick) {
@@ -54,7 +57,15 @@ func BenchmarkScheduling(b *testing.B) {
 				b.Cleanup(func() { hs.Close(); srv.Close() })
 				dir := b.TempDir()
 				for _, ds := range []string{"a", "b", "c"} {
-					writePrompts(b, filepath.Join(dir, ds+".jsonl"), 300)
+					// Distinct prompts: a run shares the answer to a prompt two
+					// datasets both hold.
+					var rows bytes.Buffer
+					for i := range 300 {
+						fmt.Fprintf(&rows, `{"messages":[{"role":"user","content":"Dataset %s, question %d: explain idea %d in detail."}]}`+"\n", ds, i, i*7)
+					}
+					if err := os.WriteFile(filepath.Join(dir, ds+".jsonl"), rows.Bytes(), 0o644); err != nil {
+						b.Fatal(err)
+					}
 				}
 				spec := fmt.Sprintf(`version: 1
 name: sched
@@ -64,7 +75,7 @@ datasets:
   b: {source: b.jsonl}
   c: {source: c.jsonl}
 endpoints:
-  sim: {api: openai, urls: ["%s/v1"], concurrency: %s, max_concurrency: 400, options: {stream: true%s}}
+  sim: {api: openai, urls: ["%s/v1"], concurrency: %s, max_concurrency: 400, options: {%s}}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 16384}}
@@ -79,6 +90,7 @@ stages:
 				b.ReportMetric(float64(st.Retractions), "preemptions")
 				b.ReportMetric(float64(st.RecomputedTokens), "recomputed-tokens")
 				b.ReportMetric(float64(st.PeakRunning), "peak-running")
+				b.ReportMetric(float64(st.Completed), "answers")
 			}
 		})
 	}
