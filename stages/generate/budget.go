@@ -8,9 +8,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 // BudgetOptions limit what a generate instance (or the whole stage) may
@@ -45,8 +47,10 @@ type limit struct {
 
 // budget admits requests so that what is spent, plus what the requests in
 // flight are expected to spend, stays under every limit. The expectation
-// of a running request uses what streaming says it has produced so far: a
-// request already at 3,000 tokens is expected to end longer than one at 10.
+// of a running request uses how far it has got: a request already at 3,000
+// tokens is expected to end longer than one at 10. How far is exact when
+// the stream counts tokens, estimated from the text when it does not, and
+// from the time it has run when nothing streams (see pace).
 // As the budget nears, fewer requests fit, so what is in flight narrows and
 // the overshoot is bounded by the uncertainty of the last few answers.
 type budget struct {
@@ -55,10 +59,13 @@ type budget struct {
 	limits   []*limit
 	tol      float64
 	lengths  *lengthModel
+	pace     pace
 	inflight map[*ticket]struct{}
 	// loadPrior fetches what earlier runs spent; called once, lazily.
 	loadPrior func() (stages.Usage, error)
 	loaded    bool
+	// now is the clock, virtual in simulations.
+	now func() time.Time
 }
 
 // z is how many standard deviations of the in-flight total are kept free:
@@ -77,15 +84,21 @@ type ticket struct {
 	// them. A two-question record must not be priced as one answer, nor
 	// taken as done once it passes max_tokens.
 	answers int
-	// progress is updated without the budget's lock: streaming callbacks
-	// must never wait behind admission decisions, or the decisions would
-	// see stale progress and expect running answers to be shorter than
-	// they are.
-	progress atomic.Int64
+	// What the answer in progress has shown is updated without the
+	// budget's lock: streaming callbacks must never wait behind admission
+	// decisions, or the decisions would see stale progress and expect
+	// running answers to be shorter than they are.
+	//
+	// base is the tokens of the record's earlier answers (turns); tokens,
+	// exact and chars are the current answer's backend.Progress; streamed
+	// says it has shown any; sent is when it left (clock nanoseconds).
+	base, tokens, chars, sent atomic.Int64
+	exact, streamed           atomic.Bool
 }
 
 func newBudget(limits []*limit, tol float64, lengths *lengthModel, prior func() (stages.Usage, error)) *budget {
-	b := &budget{limits: limits, tol: tol, lengths: lengths, inflight: map[*ticket]struct{}{}, loadPrior: prior}
+	b := &budget{limits: limits, tol: tol, lengths: lengths, pace: newPace(),
+		inflight: map[*ticket]struct{}{}, loadPrior: prior, now: time.Now}
 	b.changed = sync.NewCond(&b.mu)
 	return b
 }
@@ -196,8 +209,9 @@ func (b *budget) fitsWith(newCost func(d lengthDist) (func(*limit) float64, floa
 	// tokens is taken as k answers at p/k each.
 	progress := make(map[*ticket]int, len(b.inflight))
 	running := make([]int, 0, len(b.inflight))
+	now := b.now()
 	for t := range b.inflight {
-		p := int(t.progress.Load()) / t.answers
+		p := t.produced(now, &b.pace) / t.answers
 		progress[t] = p
 		running = append(running, p)
 	}
@@ -248,14 +262,41 @@ func short(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// update records streaming progress of a running request.
-func (t *ticket) update(tokens int) {
-	for {
-		cur := t.progress.Load()
-		if int64(tokens) <= cur || t.progress.CompareAndSwap(cur, int64(tokens)) {
-			return
-		}
+// sentNow records that the current answer's request left for the server,
+// after base tokens of the record's earlier answers.
+func (t *ticket) sentNow(base int) {
+	t.base.Store(int64(base))
+	t.tokens.Store(0)
+	t.chars.Store(0)
+	t.exact.Store(false)
+	t.streamed.Store(false)
+	t.sent.Store(t.b.now().UnixNano())
+}
+
+// update records what the current answer has shown, after base tokens of
+// the record's earlier answers.
+func (t *ticket) update(base int, p backend.Progress) {
+	t.base.Store(int64(base))
+	t.tokens.Store(int64(p.Tokens))
+	t.chars.Store(int64(p.Chars))
+	t.exact.Store(p.Exact)
+	if p.Tokens > 0 || p.Chars > 0 {
+		t.streamed.Store(true)
 	}
+}
+
+// produced estimates the tokens the record has produced so far.
+func (t *ticket) produced(now time.Time, pc *pace) int {
+	n := int(t.base.Load())
+	switch {
+	case t.exact.Load():
+		n += int(t.tokens.Load())
+	case t.streamed.Load():
+		n += max(int(t.tokens.Load()), pc.tokensOf(int(t.chars.Load())))
+	case t.sent.Load() != 0:
+		n += pc.tokensIn(now.Sub(time.Unix(0, t.sent.Load())))
+	}
+	return n
 }
 
 // finish records what a request really cost and frees its place; a failed
@@ -270,8 +311,72 @@ func (t *ticket) finish(prompt, completion int) {
 			l.spent += l.cost(prompt, float64(completion), 1)
 		}
 		b.lengths.add(completion / t.answers)
+		if t.base.Load() == 0 && completion > 0 {
+			// One answer: its text and time say what a token is worth.
+			b.pace.learnText(int(t.chars.Load()), completion)
+			if s := t.sent.Load(); s != 0 {
+				b.pace.learnTime(completion, b.now().Sub(time.Unix(0, s)))
+			}
+		}
 	}
 	b.changed.Signal()
+}
+
+// pace converts what a running answer shows into tokens when the server
+// does not count them: text by the characters a token has been worth in
+// finished answers (their usage), time by the tokens per second a
+// sequence has been producing. Under-counting a running answer is what
+// makes a budget overshoot (answers in flight look short, so too many are
+// admitted), and counting stream events as tokens under-counted by the
+// number of tokens a server puts in one event.
+type pace struct {
+	chars, textTokens float64
+	// tokens and seconds decay with each answer learned from, so the rate
+	// follows the batch: a sequence decodes faster as the batch shrinks
+	// near the end of a budget, just when it matters.
+	tokens, seconds float64
+}
+
+// Before any answer has finished, a token is taken as 3 characters (most
+// tokenizers give 3.5 to 4.5 on English): over-counting errs on the side
+// of the budget. The prior weighs as much as one short answer.
+const (
+	priorCharsPerToken = 3
+	priorTextTokens    = 100
+	// rateDecay keeps about the last 50 answers in the rate.
+	rateDecay = 0.98
+)
+
+func newPace() pace {
+	return pace{chars: priorCharsPerToken * priorTextTokens, textTokens: priorTextTokens}
+}
+
+func (p *pace) learnText(chars, tokens int) {
+	if chars > 0 {
+		p.chars += float64(chars)
+		p.textTokens += float64(tokens)
+	}
+}
+
+func (p *pace) learnTime(tokens int, took time.Duration) {
+	if took > 0 {
+		p.tokens = p.tokens*rateDecay + float64(tokens)
+		p.seconds = p.seconds*rateDecay + took.Seconds()
+	}
+}
+
+// tokensOf estimates the tokens in chars characters of an answer.
+func (p *pace) tokensOf(chars int) int {
+	return int(float64(chars) * p.textTokens / p.chars)
+}
+
+// tokensIn estimates the tokens an answer produces in d; nothing before
+// any answer has said how fast the server goes.
+func (p *pace) tokensIn(d time.Duration) int {
+	if p.seconds <= 0 || d <= 0 {
+		return 0
+	}
+	return int(d.Seconds() * p.tokens / p.seconds)
 }
 
 // lengthModel learns the distribution of completion lengths, to predict how
@@ -325,6 +430,19 @@ func (m *lengthModel) add(n int) {
 // lengthDist is a lognormal length distribution, capped at max tokens.
 type lengthDist struct {
 	mu, sigma, max float64
+	// The terms of after that do not depend on progress, set by prepare:
+	// admission asks after for every request in flight.
+	am, capped, e1, e2, phi1, phi2 float64
+}
+
+func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+
+func (d *lengthDist) prepare() {
+	mu, s := d.mu, d.sigma
+	d.am = (math.Log(d.max) - mu) / s
+	d.capped = phi(-d.am) // P(L > max)
+	d.e1, d.phi1 = math.Exp(mu+s*s/2), phi(s-d.am)
+	d.e2, d.phi2 = math.Exp(2*mu+2*s*s), phi(2*s-d.am)
 }
 
 // distribution fits a lognormal to the finished answers and the progress
@@ -389,6 +507,7 @@ func (m *lengthModel) distribution(running []int) lengthDist {
 			}
 		}
 	}
+	d.prepare()
 	return d
 }
 
@@ -409,17 +528,14 @@ func (d *lengthDist) after(p int) (mean, variance float64) {
 	if pf >= d.max {
 		return d.max, 0
 	}
-	mu, s := d.mu, d.sigma
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	ap := (math.Log(pf) - mu) / s
-	am := (math.Log(d.max) - mu) / s
+	s := d.sigma
+	ap := (math.Log(pf) - d.mu) / s
 	tail := phi(-ap) // P(L > p)
 	if tail < 1e-12 {
 		return math.Min(pf*1.25+1, d.max), pf * pf / 4
 	}
-	capped := phi(-am) // P(L > max)
-	m1 := math.Exp(mu+s*s/2)*(phi(s-ap)-phi(s-am)) + d.max*capped
-	m2 := math.Exp(2*mu+2*s*s)*(phi(2*s-ap)-phi(2*s-am)) + d.max*d.max*capped
+	m1 := d.e1*(phi(s-ap)-d.phi1) + d.max*d.capped
+	m2 := d.e2*(phi(2*s-ap)-d.phi2) + d.max*d.max*d.capped
 	mean = m1 / tail
 	variance = math.Max(m2/tail-mean*mean, 0)
 	return math.Min(math.Max(mean, pf), d.max), variance

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // writePrompts writes n distinct one-question conversations.
@@ -46,7 +47,15 @@ stages:
 	start := time.Now()
 	enginetest.Run(t, p, store, nil)
 	took = time.Since(start)
-	counts, err := store.Counts("generate[d]")
+	completion, skipped = spentOn(t, store, "generate[d]")
+	return completion, skipped, took
+}
+
+// spentOn returns the completion tokens an instance's done records spent
+// and how many records it skipped.
+func spentOn(t *testing.T, store *state.Store, instance string) (completion int64, skipped int) {
+	t.Helper()
+	counts, err := store.Counts(instance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +67,7 @@ stages:
 			skipped += c.N
 		}
 	}
-	return completion, skipped, took
+	return completion, skipped
 }
 
 // TestBudget_OvershootBelowOnePercent runs the setting: a

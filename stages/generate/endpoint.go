@@ -77,6 +77,9 @@ type SGLangOptions struct {
 	StopTokenIDs []int  `yaml:"stop_token_ids"`
 	ThinkStart   string `yaml:"think_start"`
 	ThinkEnd     string `yaml:"think_end"`
+	// Metrics is the server's Prometheus URL for concurrency: auto
+	// (default: /metrics at the server root, when it answers; off: none).
+	Metrics string `yaml:"metrics"`
 }
 
 // OpenAIOptions are the `options:` of an `api: openai` endpoint (vLLM,
@@ -93,6 +96,8 @@ type OpenAIOptions struct {
 	StopTokenIDs []int          `yaml:"stop_token_ids"`
 	ThinkStart   string         `yaml:"think_start"`
 	ThinkEnd     string         `yaml:"think_end"`
+	// Metrics is as SGLangOptions'.
+	Metrics string `yaml:"metrics"`
 }
 
 // newEndpoint builds an endpoint's client; logf (nil: quiet) hears about
@@ -155,6 +160,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		e.be, e.takesIDs = c, true
 		e.identity = fmt.Sprintf("sglang|%s|%v", ep.Model, o.SamplingParams)
 		e.guard.probePath, e.streams = "/health", o.Stream
+		e.watchLoad(o.Metrics, logf)
 	case "openai":
 		var o OpenAIOptions
 		if err := spec.Decode(ep.Options, &o); err != nil {
@@ -169,10 +175,33 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 		e.be, e.takesIDs, e.kwargs = c, o.Completions, o.ChatTemplateKwargs
 		e.identity = fmt.Sprintf("openai|%s|%t|%v|%v", ep.Model, o.Completions, o.ChatTemplateKwargs, o.Extra)
 		e.guard.probePath, e.streams = "/models", o.Stream
+		e.watchLoad(o.Metrics, logf)
 	default:
 		return nil, fmt.Errorf("endpoint %s: api %q is not supported", ep.Name, ep.API)
 	}
 	return e, nil
+}
+
+// loadEvery is how often concurrency: auto reads the server's metrics.
+const loadEvery = 50 * time.Millisecond
+
+// watchLoad makes concurrency: auto follow the server's load metrics: at
+// metrics (a URL), or at the servers' /metrics if they export SGLang's or
+// vLLM's; "off" leaves it to latency.
+func (e *endpoint) watchLoad(metrics string, logf func(string, ...any)) {
+	if e.lim.auto == nil || metrics == "off" || len(e.spec.URLs) == 0 {
+		return
+	}
+	urls, named := metricsURLs(e.spec.URLs), metrics != ""
+	if named {
+		urls = []string{metrics}
+	}
+	log := func(format string, args ...any) {
+		if logf != nil {
+			logf("endpoint %s: %s", e.spec.Name, fmt.Sprintf(format, args...))
+		}
+	}
+	e.lim.watch, e.lim.kv = newLoadWatch(urls, named, loadEvery, log), newKVControl()
 }
 
 // errTimedOut cancels a request that gave no sign of life for its timeout.
@@ -190,6 +219,9 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	if err := e.lim.acquire(ctx, instance, share); err != nil {
 		return nil, err
 	}
+	if req.Sent != nil {
+		req.Sent()
+	}
 	start := time.Now()
 	tokens := 0
 	defer func() { e.lim.release(instance, time.Since(start), tokens) }()
@@ -203,10 +235,12 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	watchdog := time.AfterFunc(timeout, func() { cancel(errTimedOut) })
 	defer watchdog.Stop()
 	r := *req
-	r.Progress = func(n int) {
+	gaps := e.lim.watchStream()
+	r.Progress = func(p backend.Progress) {
 		watchdog.Reset(timeout)
+		gaps.event()
 		if req.Progress != nil {
-			req.Progress(n)
+			req.Progress(p)
 		}
 	}
 	gen, err := e.be.Generate(ctx, &r)

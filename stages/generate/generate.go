@@ -478,7 +478,8 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			Stop: g.opts.Stop, Seed: g.opts.Seed, ChatTemplateKwargs: g.opts.ChatTemplateKwargs}
 		if t != nil {
 			done := spent
-			req.Progress = func(n int) { t.update(done + n) }
+			req.Progress = func(p backend.Progress) { t.update(done, p) }
+			req.Sent = func() { t.sentNow(done) }
 		}
 		gen, err := g.ask(ctx, req, tl)
 		if err == nil {

@@ -19,6 +19,15 @@ type limiter struct {
 	inflight int
 	groups   map[string]*group
 	auto     *gradient
+	// watch and kv, when set, adapt an auto limit to the server's own
+	// load metrics; the gradient stands in while the server has none.
+	watch     *loadWatch
+	kv        *kvControl
+	completed int
+	// startSum adds up when the requests in flight were granted (seconds
+	// since start), for their mean age.
+	startSum float64
+	start    time.Time
 }
 
 type group struct {
@@ -33,7 +42,7 @@ type waiter struct {
 }
 
 func newLimiter(limit, max int, auto bool) *limiter {
-	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}}
+	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, start: time.Now()}
 	if auto {
 		l.auto = &gradient{probing: true}
 	}
@@ -59,6 +68,9 @@ func (l *limiter) acquire(ctx context.Context, name string, weight float64) erro
 	w := &waiter{ch: make(chan struct{})}
 	g.waiters = append(g.waiters, w)
 	l.dispatch()
+	if l.watch != nil {
+		l.watch.poll(l.useLoad)
+	}
 	l.mu.Unlock()
 	select {
 	case <-w.ch:
@@ -67,6 +79,10 @@ func (l *limiter) acquire(ctx context.Context, name string, weight float64) erro
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if w.granted {
+			if l.kv != nil {
+				// Granted as it gave up: it was just now.
+				l.startSum -= time.Since(l.start).Seconds()
+			}
 			l.releaseLocked(g)
 			return ctx.Err()
 		}
@@ -85,10 +101,78 @@ func (l *limiter) acquire(ctx context.Context, name string, weight float64) erro
 func (l *limiter) release(name string, took time.Duration, tokens int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.kv != nil {
+		l.startSum -= time.Since(l.start).Seconds() - took.Seconds()
+	}
 	if l.auto != nil && tokens > 0 {
-		l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
+		l.completed++
+		if l.kv != nil {
+			l.kv.finished(took.Seconds())
+		}
+		if l.watch == nil || !l.watch.poll(l.useLoad) {
+			l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
+		}
 	}
 	l.releaseLocked(l.groups[name])
+}
+
+// stalled hears that a streamed answer went silent while running. With
+// the server's metrics read, their preemption count says it better.
+func (l *limiter) stalled() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.auto != nil && (l.watch == nil || l.watch.isOff()) {
+		l.limit = l.auto.stalled(l.limit)
+	}
+}
+
+// streamGaps notices a streamed answer going silent while it runs, as a
+// preempted request does while it waits to be re-admitted and recomputed.
+type streamGaps struct {
+	l    *limiter
+	last time.Time
+	mean float64
+	n    int
+	told bool
+}
+
+// watchStream returns a watch for one request's stream (nil unless the
+// limit is auto).
+func (l *limiter) watchStream() *streamGaps {
+	if l.auto == nil {
+		return nil
+	}
+	return &streamGaps{l: l, last: time.Now()}
+}
+
+// event records a stream event; a gap twenty times the usual one (and
+// over 100 ms) is a stall, told once per request.
+func (s *streamGaps) event() {
+	if s == nil {
+		return
+	}
+	now := time.Now()
+	gap := now.Sub(s.last).Seconds()
+	s.last = now
+	if s.n >= 5 && !s.told && gap > math.Max(20*s.mean, 0.1) {
+		s.told = true
+		s.l.stalled()
+	}
+	s.n++
+	s.mean += (gap - s.mean) / float64(min(s.n, 20))
+}
+
+// useLoad sets the limit from a reading of the server's load.
+func (l *limiter) useLoad(ld serverLoad) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	age := 0.0
+	if l.inflight > 0 {
+		age = time.Since(l.start).Seconds() - l.startSum/float64(l.inflight)
+	}
+	l.limit = l.kv.next(l.limit, float64(l.max), l.completed, age, ld)
+	l.completed = 0
+	l.dispatch()
 }
 
 func (l *limiter) releaseLocked(g *group) {
@@ -118,6 +202,9 @@ func (l *limiter) dispatch() {
 		w.granted = true
 		best.inflight++
 		l.inflight++
+		if l.kv != nil {
+			l.startSum += time.Since(l.start).Seconds()
+		}
 		close(w.ch)
 	}
 }
@@ -153,6 +240,10 @@ type gradient struct {
 	// run would sit at a concurrency of 4 after a server slowdown.
 	peak float64
 	low  int
+	// ceiling is where the server last preempted (0: never), less a
+	// tenth; quiet counts completions during which stalls are not news.
+	ceiling float64
+	quiet   int
 }
 
 const (
@@ -166,6 +257,33 @@ const (
 )
 
 func (g *gradient) observe(limit, maxLimit, seconds, tokens float64) float64 {
+	if g.quiet > 0 {
+		g.quiet--
+	}
+	next := g.step(limit, maxLimit, seconds, tokens)
+	if g.ceiling > 0 && next > limit && next > g.ceiling {
+		// Over the level where the server last preempted: one more slot
+		// a round of answers, as TCP grows past its slow-start threshold.
+		next = math.Max(math.Max(limit, g.ceiling), math.Min(next, limit+1/limit))
+	}
+	return next
+}
+
+// stalled backs the limit off by a tenth when a streamed answer went
+// silent while it ran: the server preempted it, a cost the time per token
+// does not show (the others decode as fast as before). Further stalls
+// during the next half round of answers are the same event.
+func (g *gradient) stalled(limit float64) float64 {
+	if g.quiet > 0 {
+		return limit
+	}
+	g.probing = false
+	g.ceiling = math.Max(1, limit*0.9)
+	g.quiet = int(limit / 2)
+	return g.ceiling
+}
+
+func (g *gradient) step(limit, maxLimit, seconds, tokens float64) float64 {
 	g.n++
 	if g.n == 1 {
 		g.shortD, g.shortT = seconds, tokens

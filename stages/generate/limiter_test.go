@@ -105,3 +105,40 @@ func TestProgress_ShowsAutoConcurrency(t *testing.T) {
 		t.Errorf("progress %q names a fixed concurrency", got)
 	}
 }
+
+// TestGradient_StallSetsCeiling: a server preempting shows no slower
+// tokens, only streams going silent. A stall backs the limit off a tenth,
+// the next ones in the same half round are the same event, and the limit
+// then grows past that level by one slot a round, not by the gradient's
+// stride.
+func TestGradient_StallSetsCeiling(t *testing.T) {
+	g := &gradient{probing: true}
+	limit := g.stalled(50)
+	if limit != 45 || g.stalled(limit) != 45 {
+		t.Fatalf("limit %v after a stall at 50 and another at once; want 45", limit)
+	}
+	for range 450 { // ten rounds of 45 answers at an unchanging speed
+		limit = g.observe(limit, 400, 0.2, 200)
+	}
+	if limit < 45 || limit > 56 {
+		t.Errorf("limit %.1f ten rounds after a stall at 50; want about 55", limit)
+	}
+}
+
+func TestStreamGaps_TellsAStallOnce(t *testing.T) {
+	l := newLimiter(40, 400, true)
+	s := l.watchStream()
+	for range 10 {
+		s.event()
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(150 * time.Millisecond)
+	s.event()
+	s.event()
+	if got := l.current(); got != 36 {
+		t.Errorf("limit %d after a stream went silent for 150 ms; want 36", got)
+	}
+	if !s.told {
+		t.Error("the stall was not told")
+	}
+}

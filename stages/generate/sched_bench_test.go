@@ -1,42 +1,55 @@
 package generate_test
 
 import (
+	"bytes"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 )
 
-// BenchmarkScheduling runs three datasets of long-tailed answers against a
-// simulated server whose KV cache holds about 45 sequences (as for a 1T
-// model on 8 GPUs), and reports the server's output tokens/s and the work
-// it recomputed after preemptions, for: the datasets one after another at a
-// fixed concurrency of 150 (what hand-written scripts do), all at once at
-// 150, all at once at the cache's 45, and all at once with concurrency: auto.
+// BenchmarkScheduling runs the shape of a real run where concurrency 150
+// met a KV cache that fits about 45 answers: three datasets of 300 prompts,
+// answers of 3,500 tokens on average (lognormal, sigma 1, max 16,384), a
+// cache of 159,277 tokens, at most 256 sequences decoding at 50 tokens/s
+// each, 0.2% slower per other sequence, prefilling 8,000 tokens/s while
+// decoding waits, in simulated time 50 times real.
+// The server admits and retracts as SGLang does (internal/sim/server), so
+// too many requests in flight cost recomputed prefixes. It reports output
+// tokens per simulated second (sim-tokens/s) and preemptions for fixed
+// concurrencies around the point where preemptions begin and for
+// concurrency: auto with and without the server's /metrics, streaming (and
+// with metrics, not streaming).
 //
 //	go test ./stages/generate -run '^$' -bench Scheduling -benchtime 1x
+//
+// EAGLET_BENCH_SCHED picks cases by name (comma-separated substrings).
 func BenchmarkScheduling(b *testing.B) {
-	cases := []struct {
-		name        string
-		concurrency string
-		sequential  bool
-	}{
-		{"fixed150-sequential", "150", true},
-		{"fixed150-together", "150", false},
-		{"fixed45-together", "45", false},
-		{"auto-together", "auto", false},
+	const timeScale = 50
+	cases := []struct{ name, concurrency, options string }{
+		{"fixed32", "32", "stream: true"},
+		{"fixed38", "38", "stream: true"},
+		{"fixed45", "45", "stream: true"},
+		{"fixed150", "150", "stream: true"},
+		{"auto-latency", "auto", "stream: true, metrics: off"},
+		{"auto-metrics", "auto", "stream: true"},
+		{"auto-metrics-unstreamed", "auto", "stream: false"},
 	}
 	for _, c := range cases {
+		if pick := os.Getenv("EAGLET_BENCH_SCHED"); pick != "" && !matchesAny(c.name, pick) {
+			continue
+		}
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				srv, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 1500, Sigma: 1}),
-					Speed: 2000, KVTokens: 45 * 1600, Slowdown: 0.2, MaxRunning: 256})
+				srv, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 3500, Sigma: 1, MaxLen: 16384}),
+					Speed: 50 * timeScale, PrefillSpeed: 8000 * timeScale, KVTokens: 159_277, MaxRunning: 256, Slowdown: 0.002 * 256})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -44,7 +57,15 @@ func BenchmarkScheduling(b *testing.B) {
 				b.Cleanup(func() { hs.Close(); srv.Close() })
 				dir := b.TempDir()
 				for _, ds := range []string{"a", "b", "c"} {
-					writePrompts(b, filepath.Join(dir, ds+".jsonl"), 200)
+					// Distinct prompts: a run shares the answer to a prompt two
+					// datasets both hold.
+					var rows bytes.Buffer
+					for i := range 300 {
+						fmt.Fprintf(&rows, `{"messages":[{"role":"user","content":"Dataset %s, question %d: explain idea %d in detail."}]}`+"\n", ds, i, i*7)
+					}
+					if err := os.WriteFile(filepath.Join(dir, ds+".jsonl"), rows.Bytes(), 0o644); err != nil {
+						b.Fatal(err)
+					}
 				}
 				spec := fmt.Sprintf(`version: 1
 name: sched
@@ -54,31 +75,32 @@ datasets:
   b: {source: b.jsonl}
   c: {source: c.jsonl}
 endpoints:
-  sim: {api: openai, urls: ["%s/v1"], concurrency: %s, max_concurrency: 400, options: {stream: true}}
+  sim: {api: openai, urls: ["%s/v1"], concurrency: %s, max_concurrency: 400, options: {%s}}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 16384}}
-`, hs.URL, c.concurrency)
+`, hs.URL, c.concurrency, c.options)
 				p, store := enginetest.Open(b, dir, spec)
 				enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
 				start := time.Now()
-				groups := [][]*engine.Node{enginetest.Stage(b, p, "generate", "")}
-				if c.sequential {
-					groups = nil
-					for _, ds := range []string{"a", "b", "c"} {
-						groups = append(groups, enginetest.Stage(b, p, "generate", ds))
-					}
-				}
-				for _, g := range groups {
-					enginetest.Run(b, p, store, g)
-				}
+				enginetest.Run(b, p, store, enginetest.Stage(b, p, "generate", ""))
 				took := time.Since(start)
 				st := srv.Stats()
-				b.ReportMetric(float64(st.CompletionTokens)/took.Seconds(), "tokens/s")
+				b.ReportMetric(float64(st.CompletionTokens)/took.Seconds()/timeScale, "sim-tokens/s")
 				b.ReportMetric(float64(st.Retractions), "preemptions")
 				b.ReportMetric(float64(st.RecomputedTokens), "recomputed-tokens")
 				b.ReportMetric(float64(st.PeakRunning), "peak-running")
+				b.ReportMetric(float64(st.Completed), "answers")
 			}
 		})
 	}
+}
+
+func matchesAny(name, picks string) bool {
+	for p := range strings.SplitSeq(picks, ",") {
+		if p != "" && strings.Contains(name, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,20 +1,27 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
 
-// The scheduler imitates a continuous-batching server such as SGLang:
-// sequences wait in a queue, are admitted while the running batch has room
-// in sequences and in KV-cache tokens (keeping a reserve for the tokens the
-// running ones are still expected to produce), decode together at a speed
-// that drops as the batch grows, and are retracted, newest first, when the
-// cache overflows. A retracted sequence keeps its output but must prefill
-// prompt and output again when re-admitted: that recomputation is the cost
-// the accounting reports.
+// The scheduler imitates SGLang's: sequences wait in a queue and are
+// admitted while the running batch has room in sequences and in KV-cache
+// tokens, decode together at a speed that drops as the batch grows, and are
+// retracted when decode runs out of cache. Admission reserves room for the
+// tokens sequences are still to produce: a new one its whole (clipped)
+// max_new_tokens, a running one that times the new-token ratio, which starts
+// at 0.7 and decays to 0.07 over 600 decode steps while nothing is
+// retracted. The ratio bets that answers end short; long answers lose that
+// bet, the cache overflows, and the sequences with the least output are
+// retracted until the rest have 20 decode steps of room, after which the
+// ratio is re-estimated from the survivors. A retracted sequence keeps its
+// output but must prefill prompt and output again when re-admitted: that
+// recomputation is the cost the accounting reports.
 type scheduler struct {
 	cfg  Config
 	mu   sync.Mutex
@@ -23,20 +30,22 @@ type scheduler struct {
 
 	queue   []*seq
 	running []*seq
-	// ratio is the share of a running sequence's remaining max tokens
-	// reserved at admission; it decays while nothing is retracted.
+	// ratio is SGLang's new_token_ratio.
 	ratio       float64
 	peak        int
 	retractions int64
 	recomputed  int64
 }
 
-// Reserve ratios, as SGLang's init/min new_token_ratio.
+// SGLang's defaults: SGLANG_INIT_NEW_TOKEN_RATIO 0.7, a minimum of 0.14
+// of it, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS 600, SGLANG_RETRACT_DECODE_STEPS
+// 20 (python/sglang/srt/managers/scheduler.py and schedule_batch.py).
 const (
-	initRatio  = 0.7
-	minRatio   = 0.1
-	ratioDecay = (initRatio - minRatio) / 600
-	tick       = 5 * time.Millisecond
+	initRatio    = 0.7
+	minRatio     = initRatio * 0.14
+	ratioDecay   = (initRatio - minRatio) / 600
+	retractSteps = 20
+	tick         = 5 * time.Millisecond
 )
 
 type seq struct {
@@ -84,7 +93,7 @@ func (s *scheduler) wait(ctx context.Context, prompt, total, maxTokens int, emit
 		if done {
 			n = total
 		}
-		if n > sent {
+		if n > sent && (n-sent >= s.cfg.StreamInterval || done) {
 			if err := emit(n); err != nil {
 				return err
 			}
@@ -152,20 +161,28 @@ func (s *scheduler) step(dt float64) {
 	if s.cfg.MaxRunning > 0 {
 		speed /= 1 + s.cfg.Slowdown*float64(len(s.running))/float64(s.cfg.MaxRunning)
 	}
+	// Prefill goes first, as in SGLang without mixed chunks: while the
+	// batch prefills new or retracted sequences, nothing decodes.
+	budget := dt
+	for _, q := range s.running {
+		if q.prefill <= 0 {
+			continue
+		}
+		if s.cfg.PrefillSpeed <= 0 {
+			q.prefill = 0
+			continue
+		}
+		use := min(budget, q.prefill/s.cfg.PrefillSpeed)
+		q.prefill -= use * s.cfg.PrefillSpeed
+		budget -= use
+	}
 	kept := s.running[:0]
 	for _, q := range s.running {
-		budget := dt
-		if q.prefill > 0 {
-			if s.cfg.PrefillSpeed > 0 {
-				use := min(budget, q.prefill/s.cfg.PrefillSpeed)
-				q.prefill -= use * s.cfg.PrefillSpeed
-				budget -= use
-			} else {
-				q.prefill = 0
-			}
-		}
 		before := int(q.produced)
-		q.produced = min(float64(q.total), q.produced+speed*budget)
+		if q.prefill <= 1e-9 {
+			q.prefill = 0
+			q.produced = min(float64(q.total), q.produced+speed*budget)
+		}
 		if q.produced >= float64(q.total) {
 			q.done = true
 		}
@@ -177,24 +194,53 @@ func (s *scheduler) step(dt float64) {
 		}
 	}
 	s.running = kept
-	for s.cfg.KVTokens > 0 && s.kvUsed() > s.cfg.KVTokens && len(s.running) > 1 {
+	switch {
+	case len(s.running) == 0:
+		// SGLang resets the ratio when the batch runs dry.
+		s.ratio = initRatio
+	case s.cfg.KVTokens > 0 && s.kvUsed() > s.cfg.KVTokens && len(s.running) > 1:
+		s.retract()
+	default:
+		// One decay per decode step: a step is one token of each sequence.
+		s.ratio = max(minRatio, s.ratio-ratioDecay*speed*budget)
+	}
+	s.admit()
+}
+
+// retract frees the cache as SGLang's retract_decode does: the sequences
+// with the least output go back to the queue first (the longest prompt
+// first among equals) until the rest have room for 20 more decode steps,
+// then the ratio is re-estimated from what the rest have produced.
+func (s *scheduler) retract() {
+	slices.SortStableFunc(s.running, func(a, b *seq) int {
+		if c := cmp.Compare(int(b.produced), int(a.produced)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.prompt, b.prompt)
+	})
+	for len(s.running) > 1 && s.kvUsed()+retractSteps*len(s.running) > s.cfg.KVTokens {
 		q := s.running[len(s.running)-1]
 		s.running = s.running[:len(s.running)-1]
 		q.prefill = float64(q.prompt) + q.produced
 		s.recomputed += int64(q.prefill)
 		s.retractions++
 		s.queue = append([]*seq{q}, s.queue...)
-		s.ratio = min(1, s.ratio+0.1)
 	}
-	s.ratio = max(minRatio, s.ratio-ratioDecay)
-	s.admit()
+	decoded, maxNew := 0, 0
+	for _, q := range s.running {
+		decoded += int(q.produced)
+		maxNew += q.maxTokens
+	}
+	s.ratio = min(1, float64(decoded+retractSteps*len(s.running))/float64(maxNew+1))
 }
 
-// admit moves queued sequences into the batch while they fit.
+// admit moves queued sequences into the batch while they fit: a running
+// sequence reserves the ratio of what it may still produce, one admitted
+// now all of it (clipped), as SGLang's PrefillAdder does.
 func (s *scheduler) admit() {
 	used, reserve := s.kvUsed(), 0.0
 	for _, q := range s.running {
-		reserve += s.ratio * q.left()
+		reserve += s.ratio * s.left(q)
 	}
 	for len(s.queue) > 0 {
 		q := s.queue[0]
@@ -202,7 +248,7 @@ func (s *scheduler) admit() {
 			break
 		}
 		need := q.prompt + int(q.produced)
-		extra := s.ratio * q.left()
+		extra := s.left(q)
 		if s.cfg.KVTokens > 0 && len(s.running) > 0 && float64(used+need)+reserve+extra > float64(s.cfg.KVTokens) {
 			break
 		}
@@ -217,15 +263,13 @@ func (s *scheduler) admit() {
 	s.peak = max(s.peak, len(s.running))
 }
 
-// clipEstimate caps the tokens a sequence is expected to still produce, as
-// SGLang's SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (4096) does, so a request
-// with a max of 32k does not reserve 32k. It is also why SGLang retracts:
-// answers longer than the clipped reserve overflow the cache.
-const clipEstimate = 4096
-
-// left is the reserve a running sequence's remaining output is given.
-func (q *seq) left() float64 {
-	return float64(min(q.maxTokens-int(q.produced), clipEstimate))
+// left is the reserve a running sequence's remaining output is given,
+// clipped as SGLang's SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION does, so a
+// request with a max of 32k does not reserve 32k. The clip is also why
+// SGLang retracts: answers longer than the clipped reserve overflow the
+// cache.
+func (s *scheduler) left(q *seq) float64 {
+	return float64(min(q.maxTokens-int(q.produced), s.cfg.ClipEstimate))
 }
 
 func (s *scheduler) kvUsed() int {
@@ -248,6 +292,6 @@ func (s *scheduler) stats() Stats {
 	defer s.mu.Unlock()
 	return Stats{
 		Running: len(s.running), Queued: len(s.queue), PeakRunning: s.peak,
-		KVUsed: s.kvUsed(), Retractions: s.retractions, RecomputedTokens: s.recomputed,
+		KVUsed: s.kvUsed(), Retractions: s.retractions, RecomputedTokens: s.recomputed, NewTokenRatio: s.ratio,
 	}
 }

@@ -31,8 +31,10 @@ type Config struct {
 	Name string
 	// Speed is decode tokens per second per sequence; 0 answers at once.
 	Speed float64
-	// PrefillSpeed is prompt tokens per second when a sequence is admitted
-	// or re-admitted after a retraction; 0 makes prefill free.
+	// PrefillSpeed is the prompt tokens per second the server prefills
+	// when sequences are admitted or re-admitted after a retraction (the
+	// prompt and all its output again); decoding waits meanwhile, as in
+	// SGLang. 0 makes prefill free.
 	PrefillSpeed float64
 	// MaxRunning caps the sequences decoding at once; 0 is unlimited.
 	MaxRunning int
@@ -40,6 +42,10 @@ type Config struct {
 	// every running sequence); 0 is unlimited. When running sequences
 	// outgrow it the newest are retracted, queued again and recomputed.
 	KVTokens int
+	// ClipEstimate caps the output a sequence is expected to still
+	// produce when admission reserves cache for it (4096, SGLang's
+	// SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION).
+	ClipEstimate int
 	// Slowdown is how much slower each sequence decodes at a full batch:
 	// speed = Speed / (1 + Slowdown * running / MaxRunning).
 	Slowdown float64
@@ -56,6 +62,10 @@ type Config struct {
 	Comments bool
 	// StreamChunk is how many tokens an instant stream puts in one event (8).
 	StreamChunk int
+	// StreamInterval is the fewest new tokens a timed stream sends in one
+	// event (the last may carry fewer), as SGLang's --stream-interval;
+	// 0 or 1 sends whatever each scheduler step decoded.
+	StreamInterval int
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
 	Faults Faults
@@ -87,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("sim server: reasoning format %q: want %s, %s or %s",
 			cfg.Reasoning, ReasoningContent, ReasoningField, ReasoningInline)
 	}
+	if cfg.ClipEstimate <= 0 {
+		cfg.ClipEstimate = 4096
+	}
 	if cfg.StreamChunk <= 0 {
 		cfg.StreamChunk = 8
 	}
@@ -99,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
 	})
@@ -127,6 +141,7 @@ type Stats struct {
 	PeakRunning      int              `json:"peak_running"`
 	KVUsed           int              `json:"kv_used"`
 	Retractions      int64            `json:"retractions"`
+	NewTokenRatio    float64          `json:"new_token_ratio"`
 	RecomputedTokens int64            `json:"recomputed_tokens"`
 	Faults           map[string]int64 `json:"faults,omitempty"`
 }

@@ -220,3 +220,87 @@ func TestServer_SpeedAfterIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestServer_StreamInterval: a timed stream sends at least the interval's
+// tokens in an event, as SGLang's --stream-interval does, and the last
+// event whatever is left.
+func TestServer_StreamInterval(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.01})
+	_, url := start(t, Config{Model: m, Speed: 400, StreamInterval: 7, Incremental: true})
+	resp := post(t, url+"/generate", map[string]any{"text": "tell me", "stream": true,
+		"sampling_params": map[string]any{"max_new_tokens": 300}})
+	evs := events(t, resp)
+	if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
+		t.Fatalf("events %q", evs)
+	}
+	total := 0
+	for i, ev := range evs[:len(evs)-1] {
+		var out struct {
+			OutputIDs []int `json:"output_ids"`
+		}
+		if err := json.Unmarshal([]byte(ev), &out); err != nil {
+			t.Fatal(err)
+		}
+		total += len(out.OutputIDs)
+		if i < len(evs)-2 && len(out.OutputIDs) < 7 {
+			t.Errorf("event %d carries %d tokens; want at least 7", i, len(out.OutputIDs))
+		}
+	}
+	if want := m.Answer(sim.Prompt{Text: "tell me"}, sim.Options{MaxTokens: 300}).CompletionTokens(); total != want {
+		t.Errorf("stream carried %d tokens; the answer has %d", total, want)
+	}
+}
+
+// TestServer_Metrics: /metrics reports load under SGLang's metric names,
+// in Prometheus' text format, and counts retractions as Stats does. Five
+// answers of 1,000 tokens, each reserving at most 100 (the clip), are all
+// admitted to a 2,500-token cache and overflow it.
+func TestServer_Metrics(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 4, MeanTokens: 1000, Sigma: 0.01})
+	s, url := start(t, Config{Model: m, Speed: 20000, KVTokens: 2500, ClipEstimate: 100})
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, _ := json.Marshal(map[string]any{"text": fmt.Sprintf("question %d", i), "sampling_params": map[string]any{"max_new_tokens": 2000}})
+			resp, err := http.Post(url+"/generate", "application/json", bytes.NewReader(b))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	got := map[string]float64{}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var name string
+		var v float64
+		if _, err := fmt.Sscanf(strings.Replace(line, `{model_name="sim"}`, " ", 1), "%s %g", &name, &v); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got[name] = v
+	}
+	st := s.Stats()
+	if st.Retractions == 0 {
+		t.Fatalf("no retraction with 5 answers of 1,000 tokens in a 2,500-token cache; stats %+v", st)
+	}
+	for name, want := range map[string]float64{
+		"sglang:num_running_reqs": 0, "sglang:num_queue_reqs": 0, "sglang:token_usage": 0,
+		"sglang:max_total_num_tokens": 2500, "sglang:num_retracted_requests_total": float64(st.Retractions),
+		"sglang:generation_tokens_total": float64(st.CompletionTokens),
+	} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s = %v (present %t); want %v\n%s", name, v, ok, want, body)
+		}
+	}
+}

@@ -38,9 +38,26 @@ type Request struct {
 	// ChatTemplateKwargs go to the server's chat template with a chat
 	// request, over the backend's own (enable_thinking, reasoning_effort).
 	ChatTemplateKwargs map[string]any
-	// Progress, when set, is called with the number of completion tokens
-	// produced so far while a streaming answer arrives.
-	Progress func(tokens int)
+	// Progress, when set, is called with what a streaming answer has shown
+	// each time it grows. A non-streaming answer shows nothing until it is
+	// whole.
+	Progress func(Progress)
+	// Sent, when set, is called each time the request leaves for the
+	// server, once per attempt: how long an answer has been running says
+	// how far it is when nothing streams.
+	Sent func()
+}
+
+// Progress is what a streaming answer has shown so far.
+type Progress struct {
+	// Tokens is the completion tokens produced so far: the count when
+	// Exact (token ids or usage in the stream), else a lower bound, one
+	// per stream event, since a server may put several tokens in one.
+	Tokens int
+	Exact  bool
+	// Chars is the text received so far (reasoning, content and tool
+	// arguments), from which tokens are estimated when they are not exact.
+	Chars int
 }
 
 // Kind classifies a failed request.

@@ -72,11 +72,14 @@ func readBody(r io.Reader) (*result, error) {
 }
 
 // readStream folds chat.completion.chunk or text_completion events into a
-// result, reporting progress in tokens: token ids when the server sends
-// them, else one per content event, which is how vLLM and SGLang stream.
-func readStream(r io.Reader, progress func(int)) (*result, error) {
+// result, reporting progress: exact from token ids or usage when the server
+// sends them, else the text so far and one token per event that carried
+// some. Servers put several tokens in one event under load (vLLM's
+// stream interval, SGLang's batching), so the event count is only a lower
+// bound; the budget estimates tokens from the text.
+func readStream(r io.Reader, progress func(backend.Progress)) (*result, error) {
 	res := &result{}
-	events := 0
+	events, chars := 0, 0
 	err := pool.Events(r, func(data []byte) error {
 		var b body
 		if err := pool.Unmarshal(data, &b); err != nil {
@@ -85,18 +88,19 @@ func readStream(r io.Reader, progress func(int)) (*result, error) {
 		if err := res.add(&b); err != nil {
 			return err
 		}
-		if len(b.Choices) > 0 {
+		if n := res.chars(); n > chars {
+			chars = n
 			events++
 		}
 		if progress != nil {
+			p := backend.Progress{Tokens: events, Chars: chars}
 			switch {
 			case res.ids != nil:
-				progress(len(res.ids))
+				p.Tokens, p.Exact = len(res.ids), true
 			case b.Usage != nil && b.Usage.CompletionTokens > 0:
-				progress(b.Usage.CompletionTokens)
-			default:
-				progress(events)
+				p.Tokens, p.Exact = b.Usage.CompletionTokens, true
 			}
+			progress(p)
 		}
 		if res.finish == "error" {
 			return pool.Done
@@ -107,6 +111,16 @@ func readStream(r io.Reader, progress func(int)) (*result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// chars is the length of the text received: content, reasoning and tool
+// call arguments.
+func (res *result) chars() int {
+	n := res.content.Len() + res.reasoning.Len()
+	for _, t := range res.tools {
+		n += t.args.Len()
+	}
+	return n
 }
 
 // add folds one body or event into the result.

@@ -121,7 +121,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 // cumulative text and ids in every event by default and only the new ones
 // with --incremental-streaming-output; an event whose ids number as many as
 // its completion_tokens is cumulative, any other is a delta.
-func readStream(r io.Reader, progress func(int)) (*response, error) {
+func readStream(r io.Reader, progress func(backend.Progress)) (*response, error) {
 	var out response
 	var text strings.Builder
 	err := pool.Events(r, func(data []byte) error {
@@ -146,7 +146,7 @@ func readStream(r io.Reader, progress func(int)) (*response, error) {
 		}
 		out.MetaInfo = ev.MetaInfo
 		if progress != nil {
-			progress(ev.MetaInfo.CompletionTokens)
+			progress(backend.Progress{Tokens: ev.MetaInfo.CompletionTokens, Exact: true, Chars: text.Len()})
 		}
 		return nil
 	})

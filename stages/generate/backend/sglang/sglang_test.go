@@ -43,7 +43,7 @@ func TestClient_AgainstSimServer(t *testing.T) {
 			for i := range 40 {
 				ids := []int{100, 200 + i}
 				var progress int
-				req := &backend.Request{InputIDs: ids, MaxTokens: 150, Progress: func(n int) { progress = n }}
+				req := &backend.Request{InputIDs: ids, MaxTokens: 150, Progress: func(p backend.Progress) { progress = p.Tokens }}
 				g, err := simtest.Retry(c, req)
 				if err != nil {
 					t.Fatalf("prompt %d: %v", i, err)

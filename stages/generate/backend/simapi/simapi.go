@@ -60,13 +60,13 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request) (*conv.Gen
 		return nil, err
 	}
 	if req.Progress != nil {
-		req.Progress(n)
+		req.Progress(backend.Progress{Tokens: n, Exact: true})
 	}
 	return a.Generation(b.cfg.Name, req.MaxTokens), nil
 }
 
 // produce waits as long as producing n tokens takes, reporting progress.
-func (b *Backend) produce(ctx context.Context, n int, progress func(int)) error {
+func (b *Backend) produce(ctx context.Context, n int, progress func(backend.Progress)) error {
 	start := time.Now()
 	total := time.Duration(float64(n) / b.cfg.Speed * float64(time.Second))
 	tick := time.NewTicker(progressEvery)
@@ -81,7 +81,7 @@ func (b *Backend) produce(ctx context.Context, n int, progress func(int)) error 
 			return nil
 		case <-tick.C:
 			if progress != nil {
-				progress(min(n, int(time.Since(start).Seconds()*b.cfg.Speed)))
+				progress(backend.Progress{Tokens: min(n, int(time.Since(start).Seconds()*b.cfg.Speed)), Exact: true})
 			}
 		}
 	}

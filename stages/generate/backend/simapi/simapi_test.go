@@ -37,7 +37,7 @@ func TestBackend_Generate_SpeedAndProgress(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 4, MeanTokens: 100, Sigma: 0.01})
 	var seen []int
 	req := request(40)
-	req.Progress = func(n int) { seen = append(seen, n) }
+	req.Progress = func(p backend.Progress) { seen = append(seen, p.Tokens) }
 	start := time.Now()
 	g, err := New(m, Config{Speed: 400}).Generate(context.Background(), req)
 	if err != nil {
