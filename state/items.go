@@ -290,29 +290,35 @@ func (s *Store) Commit(inst string, items []Item) error {
 func keepSuperseded(tx *sql.Tx, inst string, items []Item) error {
 	for len(items) > 0 {
 		n := min(len(items), chunk)
-		var vals []any
-		var rows []string
+		var keys, chashes []any
+		fp := ""
 		for _, it := range items[:n] {
-			if it.InChash == "" {
-				continue
+			if it.InChash != "" {
+				keys, chashes, fp = append(keys, it.Key), append(chashes, it.InChash), it.FP
 			}
-			rows = append(rows, "(?, ?, ?)")
-			vals = append(vals, it.Key, it.FP, it.InChash)
 		}
 		items = items[n:]
-		if len(rows) == 0 {
+		if len(keys) == 0 {
 			continue
 		}
-		q := `INSERT OR IGNORE INTO cache (fp, in_chash, data, ptok, ctok, created)
-			SELECT i.fp, i.in_chash, i.data, i.ptok, i.ctok, i.updated FROM items i
-			JOIN (VALUES ` + strings.Join(rows, ",") + `) v ON i.key = v.column1
-			WHERE i.instance = ? AND i.status = 0 AND i.in_chash != '' AND i.data IS NOT NULL AND i.fp != ''
-			AND (i.fp != v.column2 OR i.in_chash != v.column3)`
-		if _, err := tx.Exec(q, append(vals, inst)...); err != nil {
+		q := supersededSQL(len(keys))
+		if _, err := tx.Exec(q, append(append(append([]any{inst}, keys...), fp), chashes...)...); err != nil {
 			return fmt.Errorf("commit %s: keep superseded answers: %w", inst, err)
 		}
 	}
 	return nil
+}
+
+// supersededSQL copies to the cache the answers of n keys of an instance
+// that are about to be replaced by answers under another fingerprint or to
+// another input (one batch shares one fingerprint). The keys are looked up
+// through the (instance, key) index: a join on a VALUES list instead made
+// SQLite scan every row of the instance at every commit.
+func supersededSQL(n int) string {
+	return `INSERT OR IGNORE INTO cache (fp, in_chash, data, ptok, ctok, created)
+		SELECT fp, in_chash, data, ptok, ctok, updated FROM items
+		WHERE instance = ? AND key IN (` + placeholders(n) + `) AND status = 0 AND in_chash != ''
+		AND data IS NOT NULL AND fp != '' AND (fp != ? OR in_chash NOT IN (` + placeholders(n) + `))`
 }
 
 // reusableSQL finds an answer by content. "in_chash != ''" is what lets

@@ -215,3 +215,32 @@ func TestStore_ReuseUsesIndex(t *testing.T) {
 		t.Errorf("the look-up of an answer by content does not use items_reuse:\n%s", got)
 	}
 }
+
+// TestStore_KeepSupersededUsesIndex: keeping replaced answers looks up the
+// committed keys, never scans the instance (which made every commit of a
+// large run slower than the last).
+func TestStore_KeepSupersededUsesIndex(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+supersededSQL(2), "inst", "a", "b", "fp", "x", "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	// "(instance=?)" alone would walk every row of the instance.
+	if got := strings.Join(plan, "\n"); !strings.Contains(got, "(instance=? AND key=?)") {
+		t.Errorf("keeping superseded answers does not look the keys up:\n%s", got)
+	}
+}
