@@ -321,7 +321,7 @@ func supersededSQL(n int) string {
 		AND data IS NOT NULL AND fp != '' AND (fp != ? OR in_chash NOT IN (` + placeholders(n) + `))`
 }
 
-// reusableSQL finds an answer by content. "in_chash != ''" is what lets
+// reusableSQL finds an answer by content. "in_chash != ”" is what lets
 // SQLite use the partial index items_reuse: without it every look-up
 // scanned the whole table (TestStore_ReuseUsesIndex).
 const reusableSQL = `SELECT data, ptok, ctok FROM items WHERE in_chash = ? AND in_chash != '' AND fp = ? AND status = 0
