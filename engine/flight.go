@@ -14,6 +14,26 @@ import (
 type flights struct {
 	mu sync.Mutex
 	m  map[string]*flight
+	// instances counts the costly instances of the run by fingerprint.
+	instances map[string]int
+}
+
+// started registers a costly instance that answers under fp.
+func (fs *flights) started(fp string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.instances == nil {
+		fs.instances = map[string]int{}
+	}
+	fs.instances[fp]++
+}
+
+// shared reports whether another instance of the run answers under fp, so
+// answers may reach the store that its search before dispatch did not see.
+func (fs *flights) shared(fp string) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.instances[fp] > 1
 }
 
 // flight is one content being answered.

@@ -81,6 +81,9 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 
 	reused := 0
 	costly, isCostly := st.(stages.Costly)
+	if isCostly {
+		r.flights.started(pr.fp)
+	}
 	if isCostly && todo.Reusable > 0 && !r.opts.Force[n] {
 		if reused, err = r.reuseAll(ctx, pr, costly, upstream); err != nil {
 			return r.fail(n, err)
@@ -286,6 +289,12 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 // processOnce leads a flight: an answer committed since the run began
 // (by another instance whose flight is over) is reused, else it asks.
 func (r *runner) processOnce(ctx context.Context, pr *prepared, c stages.Costly, st stages.Mapper, row state.Row, rec *conv.Record, it state.Item) outcome {
+	if !r.flights.shared(pr.fp) {
+		// No other instance of the run answers under this fingerprint:
+		// the store was searched before dispatch, and only this
+		// instance adds to it since.
+		return r.processRecord(ctx, pr, st, row, rec, it)
+	}
 	found, err := r.store.ReusableOutcome(ctx, pr.fp, it.InChash)
 	if err == nil && found != nil {
 		if o, ok := reuseData(c, found.Data, rec, it); ok {
