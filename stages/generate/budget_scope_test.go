@@ -59,8 +59,9 @@ func TestBudget_Scopes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writePrompts(t, filepath.Join(dir, "a.jsonl"), 600)
-			writePrompts(t, filepath.Join(dir, "b.jsonl"), 600)
+			// Distinct prompts: each dataset pays for its own answers.
+			writePromptsAbout(t, filepath.Join(dir, "a.jsonl"), 600, "idea")
+			writePromptsAbout(t, filepath.Join(dir, "b.jsonl"), 600, "notion")
 			p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
 name: scopes
 state: state.db

@@ -16,9 +16,16 @@ import (
 // writePrompts writes n distinct one-question conversations.
 func writePrompts(t testing.TB, path string, n int) {
 	t.Helper()
+	writePromptsAbout(t, path, n, "idea")
+}
+
+// writePromptsAbout writes n prompts about a topic: datasets written with
+// different topics share no prompt, so none is answered for the other.
+func writePromptsAbout(t testing.TB, path string, n int, topic string) {
+	t.Helper()
 	var b bytes.Buffer
 	for i := range n {
-		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"Question number %d: explain idea %d in detail."}]}`+"\n", i, i*7)
+		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"Question number %d: explain %s %d in detail."}]}`+"\n", i, topic, i*7)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
