@@ -150,7 +150,12 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	c, commitErr := r.commitLoop(n, results)
 	err = <-feedErr
 	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused + c.reused, Why: why,
-		Requests: c.requests, Retries: c.retries, PromptTokens: c.prompt, CompletionTokens: c.completion}
+		Requests: c.requests, Retries: c.retries}
+	if isCostly {
+		// Tokens are made where requests are sent; a filter passing them
+		// on makes none.
+		res.PromptTokens, res.CompletionTokens = c.prompt, c.completion
+	}
 	if sp, ok := st.(stages.Spender); ok {
 		res.Dollars = sp.Spent()
 	}

@@ -64,8 +64,8 @@ type Result struct {
 	// Retries the failures it retried, by kind.
 	Requests int
 	Retries  map[string]int
-	// PromptTokens and CompletionTokens are those of the outcomes this run
-	// made (reused ones excluded), and Dollars what they cost.
+	// PromptTokens and CompletionTokens are those of the answers this run
+	// got from a server (reused ones excluded), and Dollars what they cost.
 	PromptTokens, CompletionTokens int64
 	Dollars                        float64
 	Err                            error

@@ -223,7 +223,7 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 	if want := fmt.Sprintf("requests: %d sent, %d of them retries (", sent, sent-40); !strings.Contains(errOut, want) {
 		t.Errorf("summary lacks %q:\n%s", want, errOut)
 	}
-	for _, kind := range []string{"http 500 ×", "http 429 ×", "nothing left to do"} {
+	for _, kind := range []string{"http 500 ×", "http 429 ×", "nothing left to do", "this run: "} {
 		if !strings.Contains(errOut, kind) {
 			t.Errorf("summary lacks %q:\n%s", kind, errOut)
 		}
@@ -232,6 +232,10 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 	for _, in := range instances {
 		if in.Instance != "generate[chat]" {
 			continue
+		}
+		// Tokens are counted where they are made, not again by the filter.
+		if want := fmt.Sprintf("this run: %s prompt and %s completion tokens", count(in.PromptTokens), count(in.CompletionTokens)); !strings.Contains(errOut, want) {
+			t.Errorf("summary lacks %q:\n%s", want, errOut)
 		}
 		if in.Requests != sent || sumValues(in.Retries) != sent-40 {
 			t.Errorf("status: %d requests, retries %v; want %d and %d retries", in.Requests, in.Retries, sent, sent-40)
