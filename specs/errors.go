@@ -50,6 +50,11 @@ func newErrorList(file string, src []byte) *errorList {
 }
 
 func (l *errorList) at(line, col int, format string, args ...any) {
+	if n := len(l.lines); line > n && n > 0 {
+		// YAML places what a file lacks ("---" and nothing more) on the
+		// line after its last: point at the end of the file instead.
+		line, col = n, len(l.lines[n-1])+1
+	}
 	e := &Error{Pos: Pos{File: l.file, Line: line, Col: col}, Msg: fmt.Sprintf(format, args...)}
 	if line >= 1 && line <= len(l.lines) {
 		e.Snippet = strings.ReplaceAll(l.lines[line-1], "\t", " ")

@@ -49,7 +49,9 @@ func FuzzParse(f *testing.F) {
 		if err == nil {
 			return
 		}
-		lines := bytes.Count(src, []byte("\n")) + 1
+		// Lines as YAML counts them: CR, LF and CRLF each end one.
+		breaks := bytes.Count(src, []byte("\n")) + bytes.Count(src, []byte("\r")) - bytes.Count(src, []byte("\r\n"))
+		lines := breaks + 1
 		var errs []error
 		if me := (*multierror.Error)(nil); errors.As(err, &me) {
 			errs = me.Errors

@@ -4,6 +4,7 @@
 package specs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -135,6 +136,9 @@ func Load(path string, lookup LookupEnv) (*Spec, error) {
 // Unless the YAML itself is broken the spec is returned alongside the error,
 // for callers that check more (stage options) before reporting.
 func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
+	// YAML breaks lines at CR as well as LF; so must the line numbers and
+	// snippets of errors (a file saved with old Mac line endings).
+	src = bytes.ReplaceAll(bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
 	errs := newErrorList(path, src)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
@@ -207,13 +211,24 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	for _, ep := range s.Endpoints {
 		checkEndpoint(ep, errs)
 	}
-	s.Stages = top.Stages
-	if _, seq := mapEntry(root, "stages"); seq != nil && seq.Kind == yaml.SequenceNode && len(seq.Content) == len(s.Stages) {
-		for i, st := range s.Stages {
-			if st != nil {
-				st.node = seq.Content[i]
+	_, seq := mapEntry(root, "stages")
+	if seq == nil || seq.Kind != yaml.SequenceNode || len(seq.Content) != len(top.Stages) {
+		seq = nil
+	}
+	for i, st := range top.Stages {
+		if st == nil {
+			// "- " with nothing after it: nothing to check further.
+			pos := Pos{Line: 1, Col: 1}
+			if seq != nil {
+				pos = Pos{Line: seq.Content[i].Line, Col: seq.Content[i].Column}
 			}
+			errs.at(pos.Line, pos.Col, "empty stage: give it a name, uses and needs, or remove the dash")
+			continue
 		}
+		if seq != nil {
+			st.node = seq.Content[i]
+		}
+		s.Stages = append(s.Stages, st)
 	}
 	checkStages(s, errs)
 	// The spec is returned even when invalid so that stage options can be
