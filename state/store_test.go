@@ -188,59 +188,41 @@ func TestStore_Open_PathWithURICharacters(t *testing.T) {
 	}
 }
 
-// TestStore_ReuseUsesIndex: looking an answer up by content is an index
-// search, not a scan of every stored record.
-func TestStore_ReuseUsesIndex(t *testing.T) {
+// TestStore_QueriesUseIndexes: the per-record queries of reuse search an
+// index for the rows they need. A first version scanned every record at
+// each look-up, and walked the whole instance at each commit
+// ("(instance=?)" alone), so a large run slowed down commit by commit.
+func TestStore_QueriesUseIndexes(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+reusableSQL, "c", "fp", "c", "fp")
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, query string
+		args        []any
+		want        string
+	}{
+		{"look an answer up by content", reusableSQL, []any{"c", "fp", "c", "fp"}, "USING INDEX items_reuse"},
+		{"keep superseded answers", supersededSQL(2), []any{"inst", "a", "b", "fp", "x", "y"}, "(instance=? AND key=?)"},
 	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, notUsed int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+	for _, tt := range tests {
+		rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+tt.query, tt.args...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, detail)
-	}
-	got := strings.Join(plan, "\n")
-	if !strings.Contains(got, "items_reuse") || strings.Contains(got, "SCAN items") {
-		t.Errorf("the look-up of an answer by content does not use items_reuse:\n%s", got)
-	}
-}
-
-// TestStore_KeepSupersededUsesIndex: keeping replaced answers looks up the
-// committed keys, never scans the instance (which made every commit of a
-// large run slower than the last).
-func TestStore_KeepSupersededUsesIndex(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+supersededSQL(2), "inst", "a", "b", "fp", "x", "y")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, notUsed int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-			t.Fatal(err)
+		var plan []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
 		}
-		plan = append(plan, detail)
-	}
-	// "(instance=?)" alone would walk every row of the instance.
-	if got := strings.Join(plan, "\n"); !strings.Contains(got, "(instance=? AND key=?)") {
-		t.Errorf("keeping superseded answers does not look the keys up:\n%s", got)
+		rows.Close()
+		if got := strings.Join(plan, "\n"); !strings.Contains(got, tt.want) || strings.Contains(got, "SCAN items") {
+			t.Errorf("%s: the query plan lacks %q:\n%s", tt.name, tt.want, got)
+		}
 	}
 }
