@@ -323,7 +323,7 @@ func supersededSQL(n int) string {
 
 // reusableSQL finds an answer by content. "in_chash != ”" is what lets
 // SQLite use the partial index items_reuse: without it every look-up
-// scanned the whole table (TestStore_ReuseUsesIndex).
+// scanned the whole table (TestStore_QueriesUseIndexes).
 const reusableSQL = `SELECT data, ptok, ctok FROM items WHERE in_chash = ? AND in_chash != '' AND fp = ? AND status = 0
 	AND data IS NOT NULL
 	UNION ALL SELECT data, ptok, ctok FROM cache WHERE in_chash = ? AND fp = ? LIMIT 1`
