@@ -31,6 +31,11 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		return &Result{Node: n, Action: "up to date", Why: why}
 	}
 	r.prog.begin(n, total, 0, 0)
+	// Unfinished until its new output is in: a crash at any point below
+	// makes the next run do it again.
+	if _, err := r.markRunning(pr, started, prev); err != nil {
+		return r.fail(n, err)
+	}
 	bw, err := r.store.BeginBatch(n.ID)
 	if err != nil {
 		return r.fail(n, err)

@@ -65,17 +65,8 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return r.fail(n, err)
 	}
 	r.prog.begin(n, total, total-pending, kept)
-	// Mark the instance running, so status tells a killed run's committed
-	// work apart from work never started.
-	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Fingerprint: pr.fp, Status: "running", StartedAt: started}
-	if n.Dataset != nil {
-		running.Dataset = n.Dataset.Name
-	}
-	if prev != nil {
-		running.Seconds, running.Stats = prev.Seconds, prev.Stats
-	}
-	running.Stats.Config = json.RawMessage(pr.config)
-	if err := r.store.PutInstance(running); err != nil {
+	running, err := r.markRunning(pr, started, prev)
+	if err != nil {
 		return r.fail(n, err)
 	}
 

@@ -249,6 +249,22 @@ func (r *runner) fail(n *Node, err error) *Result {
 	return &Result{Node: n, Action: "failed", Err: errors.New(r.p.Spec.Redact(r.p.instanceError(n, err).Error()))}
 }
 
+// markRunning saves the instance as running under its new fingerprint, so
+// status tells a killed run's work apart from work never started and the
+// next run finishes what this one began.
+func (r *runner) markRunning(pr *prepared, started time.Time, prev *state.Instance) (*state.Instance, error) {
+	n := pr.node
+	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Fingerprint: pr.fp, Status: "running", StartedAt: started}
+	if n.Dataset != nil {
+		running.Dataset = n.Dataset.Name
+	}
+	if prev != nil {
+		running.Seconds, running.Stats = prev.Seconds, prev.Stats
+	}
+	running.Stats.Config = json.RawMessage(pr.config)
+	return running, r.store.PutInstance(running)
+}
+
 // saveDone records a finished instance with its output digest.
 func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, prev *state.Instance, inputDigest string, stats state.Stats) error {
 	digest, err := r.store.OutputDigest(ctx, pr.node.ID)
