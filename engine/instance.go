@@ -49,6 +49,11 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	}
 	inst := &stages.Instance{ID: n.ID, Stage: n.Stage.Spec, Dataset: n.Dataset, Spec: spec, Options: opts,
 		Log: logf, Shared: shared, DryRun: dry}
+	for _, other := range p.Nodes {
+		if other.Stage == n.Stage {
+			inst.Siblings = append(inst.Siblings, other.ID)
+		}
+	}
 	if store != nil {
 		inst.Usage = func(ids []string) (stages.Usage, error) { return usage(store, ids) }
 	}

@@ -44,6 +44,10 @@ type Instance struct {
 	Spec    *specs.Spec
 	// Options is the decoded options struct with instance-level expressions resolved.
 	Options any
+	// Siblings are the IDs of every instance of this stage, this one
+	// included, for what a stage shares across its instances (a stage-wide
+	// budget); kinds never build instance IDs themselves.
+	Siblings []string
 	// Log writes a line about this instance; secrets are scrubbed.
 	Log func(format string, args ...any)
 	// Shared holds resources shared by all instances of one run (endpoint

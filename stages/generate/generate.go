@@ -267,13 +267,7 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 	ids := []string{inst.ID}
 	key := "budget:" + inst.ID
 	if o.Scope == "stage" {
-		key, ids = "budget:"+inst.Stage.Name, nil
-		for _, ds := range inst.Spec.Datasets {
-			ids = append(ids, fmt.Sprintf("%s[%s]", inst.Stage.Name, ds.Name))
-		}
-		if inst.Stage.Foreach == "" {
-			ids = []string{inst.Stage.Name}
-		}
+		key, ids = "budget:"+inst.Stage.Name, inst.Siblings
 	}
 	if inst.Usage != nil {
 		g.usage = func() (stages.Usage, error) { return inst.Usage(ids) }
