@@ -214,6 +214,13 @@ type FileWriter interface {
 	WritesFile() (option, path string, overwrite bool)
 }
 
+// EndpointUser is implemented by the options of kinds that send requests
+// to one of the spec's endpoints (generate), so that status can price their
+// tokens without knowing the kind.
+type EndpointUser interface {
+	EndpointName() string
+}
+
 // Fingerprinter is implemented by stages whose output depends on more than
 // their options: the files a loader reads (path, size, modification time),
 // the model behind an endpoint. A change in it reruns the stage.

@@ -211,6 +211,7 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 	chatPrompts(t, dir, 40, "chat.jsonl")
 	spec := filepath.Join(dir, "spec.yaml")
 	body := strings.Replace(identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.7"), "retries: 0", "retries: 8", 1)
+	body = strings.Replace(body, "    concurrency: 8\n", "    concurrency: 8\n    price: {input: 1.0, output: 2.0}\n", 1)
 	os.WriteFile(spec, []byte(body), 0o644)
 	code, _, errOut := eaglet("run", "--progress", "lines", spec)
 	if code != 0 {
@@ -232,6 +233,14 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 	for _, in := range instances {
 		if in.Instance != "generate[chat]" {
 			continue
+		}
+		// Priced at the endpoint's price, which status finds without
+		// knowing the kind.
+		if want := (float64(in.PromptTokens) + 2*float64(in.CompletionTokens)) / 1e6; in.Dollars < want*0.999 || in.Dollars > want*1.001 || want == 0 {
+			t.Errorf("status prices generate[chat] at $%f; want $%f", in.Dollars, want)
+		}
+		if want := fmt.Sprintf(", $%.2f", in.Dollars); !strings.Contains(errOut, want) {
+			t.Errorf("summary lacks this run's cost %q:\n%s", want, errOut)
 		}
 		// Tokens are counted where they are made, not again by the filter.
 		if want := fmt.Sprintf("this run: %s prompt and %s completion tokens", count(in.PromptTokens), count(in.CompletionTokens)); !strings.Contains(errOut, want) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -95,8 +94,8 @@ func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, er
 		if st.Done > 0 && st.CompletionTokens > 0 {
 			st.MeanCompletion = float64(st.CompletionTokens) / float64(st.Done)
 		}
-		if o, ok := n.Stage.Options.(*generate.Options); ok {
-			if ep := p.Spec.Endpoint(o.Endpoint); ep != nil && ep.Price != nil {
+		if o, ok := n.Stage.Options.(stages.EndpointUser); ok {
+			if ep := p.Spec.Endpoint(o.EndpointName()); ep != nil && ep.Price != nil {
 				st.Dollars = (float64(st.PromptTokens)*ep.Price.Input + float64(st.CompletionTokens)*ep.Price.Output) / 1e6
 			}
 		}

@@ -191,6 +191,7 @@ type Generate struct {
 }
 
 var (
+	_ stages.EndpointUser  = (*Options)(nil)
 	_ stages.Mapper        = (*Generate)(nil)
 	_ stages.Progressor    = (*Generate)(nil)
 	_ stages.Prioritizer   = (*Generate)(nil)
@@ -319,6 +320,10 @@ func (g *Generate) Reuse(out *conv.Record) (stages.Outcome, error) {
 	}
 	return stages.Outcome{Status: stages.Done, Record: out}, nil
 }
+
+// EndpointName is the endpoint the stage sends to (validation fills in the
+// only one when the spec names none).
+func (o *Options) EndpointName() string { return o.Endpoint }
 
 // DefaultConcurrency is the endpoint's concurrency.
 func (g *Generate) DefaultConcurrency() int { return g.ep.concurrency }
