@@ -105,21 +105,31 @@ func statusOf(t *testing.T, spec string) ([]instanceStatus, map[string]string) {
 	return st.Instances, states
 }
 
-func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
-	spec := quickSpec(t)
+// cutShort runs the quickstart and then marks generate[chat] as a run
+// leaves it while it works: running. It returns the store, still open.
+func cutShort(t *testing.T, spec string) *state.Store {
+	t.Helper()
 	if code, _, errOut := eaglet("run", spec); code != 0 {
 		t.Fatalf("run: %s", errOut)
 	}
-	// A later run of generate[chat] was cut short: what filter[chat]
-	// holds is no longer final.
 	store, err := state.Open(filepath.Join(filepath.Dir(spec), "runs/quickstart/state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { store.Close() })
 	in, _ := store.GetInstance("generate[chat]")
 	in.Status = "running"
-	store.PutInstance(in)
-	store.Close()
+	if err := store.PutInstance(in); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
+	spec := quickSpec(t)
+	// A later run of generate[chat] was cut short: what filter[chat]
+	// holds is no longer final.
+	cutShort(t, spec)
 	_, states := statusOf(t, spec)
 	if states["generate[chat]"] != "incomplete" || states["filter[chat]"] != "stale" || states["merge"] != "stale" || states["filter[code]"] != "done" {
 		t.Errorf("states %v; want generate[chat] incomplete, filter[chat] and merge stale, filter[code] done", states)
@@ -130,17 +140,7 @@ func TestCLI_StatusMarksStaleDownstream(t *testing.T) {
 // instances are running and names the run's pid, not incomplete.
 func TestCLI_StatusDuringARun(t *testing.T) {
 	spec := quickSpec(t)
-	if code, _, errOut := eaglet("run", spec); code != 0 {
-		t.Fatalf("run: %s", errOut)
-	}
-	store, err := state.Open(filepath.Join(filepath.Dir(spec), "runs/quickstart/state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	in, _ := store.GetInstance("generate[chat]")
-	in.Status = "running"
-	store.PutInstance(in)
+	store := cutShort(t, spec)
 	if err := store.Lock(); err != nil {
 		t.Fatal(err)
 	}
