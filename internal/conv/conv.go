@@ -50,6 +50,9 @@ type Source struct {
 	Line int `json:"line,omitempty"`
 	// Index is the 0-based position of the record in its file.
 	Index int `json:"index"`
+	// ID is the row's own id as the source wrote it ("id", "uuid",
+	// "question_id", ...), so outputs can be joined back to the source.
+	ID string `json:"id,omitempty"`
 }
 
 // Message is one turn of a conversation.

@@ -161,7 +161,7 @@ func (r *Reader) Next() (*conv.Record, error) {
 			}
 			return nil, rerr
 		}
-		rec.Source = conv.Source{File: r.path, Line: v.line, Index: index}
+		rec.Source = conv.Source{File: r.path, Line: v.line, Index: index, ID: rowID(v.raw)}
 		rec.Key = conv.ContentKey(rec.Messages, rec.Tools)
 		return rec, nil
 	}
