@@ -118,3 +118,29 @@ func unquoteRefs(n *yaml.Node, refs []quotedRef) {
 		unquoteRefs(c, refs)
 	}
 }
+
+// Upstream finds the nearest stage of a kind among what st needs, at any
+// distance, or nil: a stage reading what an earlier stage of another kind
+// decided (the tokenize stage's template) without importing that kind.
+func (s *Spec) Upstream(st *Stage, kind string) *Stage {
+	byName := map[string]*Stage{}
+	for _, x := range s.Stages {
+		byName[x.Name] = x
+	}
+	seen := map[string]bool{}
+	queue := append([]string(nil), st.Needs...)
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		x := byName[name]
+		if x == nil || seen[name] {
+			continue
+		}
+		seen[name] = true
+		if x.Uses == kind {
+			return x
+		}
+		queue = append(queue, x.Needs...)
+	}
+	return nil
+}

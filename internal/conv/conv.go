@@ -135,10 +135,29 @@ type Generation struct {
 	// there were several (turns: all, MT-Bench follow-ups); the fields
 	// above describe the final turn.
 	TotalCompletionTokens int `json:"total_completion_tokens,omitempty"`
+	// Turns are the earlier answers when the record was answered turn by
+	// turn (turns: all, follow-up questions), oldest first; the fields
+	// above describe the final turn. Each is the target's own, so handoff
+	// can supervise it with the ids the server produced.
+	Turns []Turn `json:"turns,omitempty"`
 	// MaxTokens is the output cap that was sent with the request.
 	MaxTokens int `json:"max_tokens"`
 	// Model names what answered (endpoint model or "sim").
 	Model string `json:"model,omitempty"`
+}
+
+// Turn is one earlier answer of a record answered turn by turn.
+type Turn struct {
+	// Message is the answer's index in the record's Messages.
+	Message          int    `json:"message"`
+	FinishReason     string `json:"finish_reason"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	// OutputIDs are the answer's token ids as the server reported them.
+	OutputIDs []int `json:"output_ids,omitempty"`
+	// SentIDs counts the prompt token ids sent, when the endpoint took
+	// ids rather than messages (0 otherwise), so a re-render can be checked.
+	SentIDs int `json:"sent_ids,omitempty"`
 }
 
 // Prompt returns the messages a generation answers: everything before a

@@ -464,6 +464,14 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	steps := 0
 	var spent int
+	var turns []conv.Turn
+	// turn keeps an answer that a later one follows, at its place in the
+	// conversation, with the ids it was given and produced.
+	turn := func(at int, gen *conv.Generation, sent int) {
+		turns = append(turns, conv.Turn{Message: at, FinishReason: gen.FinishReason, PromptTokens: gen.PromptTokens,
+			CompletionTokens: gen.CompletionTokens, OutputIDs: gen.OutputIDs, SentIDs: sent})
+	}
+	var lastSent int
 	ask := func(msgs []conv.Message, ids []int) (*conv.Generation, error) {
 		if ids == nil && g.ep.takesIDs {
 			var err error
@@ -472,6 +480,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			}
 		}
 		steps++
+		lastSent = len(ids)
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
 			MaxTokens: g.maxTokens, Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK,
 			Stop: g.opts.Stop, Seed: g.opts.Seed, ChatTemplateKwargs: g.opts.ChatTemplateKwargs}
@@ -499,6 +508,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 				if err != nil {
 					return nil, err
 				}
+				turn(len(convo), gen, lastSent)
 				m = gen.Message()
 			}
 			convo = append(convo, m)
@@ -516,6 +526,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		return nil, err
 	}
 	for _, f := range followUps {
+		turn(len(convo), gen, lastSent)
 		convo = append(convo, gen.Message(), f)
 		if gen, err = ask(convo, nil); err != nil {
 			return nil, err
@@ -525,6 +536,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 	if steps > 1 {
 		out.Messages = convo
 		gen.TotalCompletionTokens = spent
+		gen.Turns = turns
 	}
 	out.Generation = gen
 	return &out, nil

@@ -15,7 +15,7 @@ import (
 // server, or the stage's own renders of later turns, would render another
 // prompt than the one tokenize counted and encoded.
 func inheritTemplate(spec *specs.Spec, st *specs.Stage, opts *Options, e *endpoint) error {
-	tok := upstreamOfKind(spec, st, "tokenize")
+	tok := spec.Upstream(st, "tokenize")
 	if tok == nil {
 		return nil
 	}
@@ -60,29 +60,4 @@ func canonical(kw map[string]any) string {
 		return fmt.Sprint(kw)
 	}
 	return string(b)
-}
-
-// upstreamOfKind finds the nearest stage of a kind among what st needs,
-// directly or not.
-func upstreamOfKind(spec *specs.Spec, st *specs.Stage, kind string) *specs.Stage {
-	byName := map[string]*specs.Stage{}
-	for _, s := range spec.Stages {
-		byName[s.Name] = s
-	}
-	seen := map[string]bool{}
-	queue := append([]string(nil), st.Needs...)
-	for len(queue) > 0 {
-		name := queue[0]
-		queue = queue[1:]
-		s := byName[name]
-		if s == nil || seen[name] {
-			continue
-		}
-		seen[name] = true
-		if s.Uses == kind {
-			return s
-		}
-		queue = append(queue, s.Needs...)
-	}
-	return nil
 }

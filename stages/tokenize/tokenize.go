@@ -5,14 +5,8 @@ package tokenize
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
@@ -118,39 +112,7 @@ func newTokenize(inst *stages.Instance) (stages.Stage, error) {
 
 // Fingerprint hashes the tokenizer and template files: another tokenizer
 // means other ids, so everything downstream is redone.
-func (t *Tokenize) Fingerprint() (string, error) {
-	h := sha256.New()
-	for _, root := range t.paths {
-		var files []string
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && p != root {
-				return filepath.SkipDir
-			}
-			// A model directory also holds the weights: hash only what
-			// decides tokenization.
-			if !d.IsDir() && (p == root || tokenizerFile(d.Name())) {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return "", err
-		}
-		sort.Strings(files)
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return "", err
-			}
-			fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(b))
-			h.Write(b)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)[:12]), nil
-}
+func (t *Tokenize) Fingerprint() (string, error) { return tokenizer.FilesHash(t.paths...) }
 
 // Process renders the prompt with the generation prompt and tokenizes it.
 func (t *Tokenize) Process(_ context.Context, rec *conv.Record) (stages.Outcome, error) {
@@ -164,13 +126,4 @@ func (t *Tokenize) Process(_ context.Context, rec *conv.Record) (stages.Outcome,
 	out := *rec
 	out.PromptIDs, out.PromptTokens = ids, len(ids)
 	return stages.Outcome{Status: stages.Done, Record: &out}, nil
-}
-
-func tokenizerFile(name string) bool {
-	switch strings.TrimSuffix(name, ".gz") {
-	case "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "chat_template.json",
-		"special_tokens_map.json", "tokenizer.model", "tiktoken.model":
-		return true
-	}
-	return strings.HasSuffix(name, ".tiktoken")
 }

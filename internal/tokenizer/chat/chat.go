@@ -4,6 +4,8 @@
 package chat
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -350,4 +352,63 @@ func (t *Template) tokenBounds(text string, ids []int) ([][2]int, bool) {
 		at += len(b)
 	}
 	return bounds, at == len(text)
+}
+
+// Answer is the last message of a conversation, an assistant turn, as the
+// template renders it after its context.
+type Answer struct {
+	// Prompt is the context rendered with the generation prompt: what the
+	// model was given.
+	Prompt string
+	// Text follows Prompt: the answer as rendered (reasoning included
+	// where the template renders it), up to and with its end-of-turn marker.
+	Text string
+	// End is the end-of-turn marker Text ends with, "" when the template
+	// writes none the tokenizer knows.
+	End string
+}
+
+// RenderAnswer renders messages, whose last is an assistant turn, split
+// where the model's answer starts and where its turn ends. Text after the
+// end-of-turn marker (a newline before the next turn) belongs to no one
+// and is left out. It fails with ErrMaskUnaligned when the context's
+// render is not a prefix of the whole.
+func (t *Template) RenderAnswer(messages []conv.Message, tools []conv.ToolDef) (*Answer, error) {
+	n := len(messages)
+	if n == 0 || messages[n-1].Role != conv.Assistant {
+		return nil, fmt.Errorf("render answer: the conversation does not end with an assistant turn")
+	}
+	full, err := t.Render(messages, tools, false)
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := t.Render(messages[:n-1], tools, true)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(full, prompt) {
+		return nil, fmt.Errorf("message %d: %w", n-1, ErrMaskUnaligned)
+	}
+	rest := full[len(prompt):]
+	a := &Answer{Prompt: prompt, Text: rest}
+	if end := t.lastEnd(rest); end >= 0 {
+		a.Text = rest[:end]
+		for _, e := range t.ends {
+			if strings.HasSuffix(a.Text, e) {
+				a.End = e
+				break
+			}
+		}
+	}
+	return a, nil
+}
+
+// Tokens tokenizes text with the template's tokenizer, adding no special
+// tokens (templates write their own).
+func (t *Template) Tokens(text string) []int { return t.tok.Encode(text, false) }
+
+// Hash identifies the template's source, for manifests.
+func (t *Template) Hash() string {
+	h := sha256.Sum256([]byte(t.src))
+	return hex.EncodeToString(h[:12])
 }
