@@ -244,3 +244,12 @@ func RemoveTemps(path string) ([]string, error) {
 	}
 	return removed, nil
 }
+
+// Claim marks path (a directory a stage writes into) as eaglet's, so that
+// a later validation lets it be written again; an existing marker is kept.
+func Claim(path string, o Options) error {
+	if m, err := ReadMarker(path); err != nil || m != nil {
+		return err
+	}
+	return writeMarker(path, &Marker{WrittenBy: writtenBy, Spec: o.Spec, Stage: o.Stage, WrittenAt: time.Now().UTC()})
+}

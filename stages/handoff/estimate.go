@@ -1,0 +1,95 @@
+package handoff
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/stages"
+)
+
+// hiddenEst is what extraction will write and take, for plan and the manifest.
+type hiddenEst struct {
+	HiddenSize int     `json:"hidden_size"`
+	Layers     int     `json:"layers"`
+	Bytes      int     `json:"bytes_per_value"`
+	DiskBytes  int64   `json:"disk_bytes"`
+	Seconds    float64 `json:"seconds,omitempty"`
+}
+
+// hiddenStates sizes extraction over tokens, from the spec's hidden_states
+// and the model's config.json beside the tokenizer; nil when the hidden
+// size is unknown.
+func (h *Handoff) hiddenStates(tokens int64) *hiddenEst {
+	e := &hiddenEst{Layers: 4, Bytes: 2}
+	rate := 0.0
+	if o := h.opts.HiddenStates; o != nil {
+		e.HiddenSize, rate = o.HiddenSize, o.TokensPerSecond
+		if o.Layers > 0 {
+			e.Layers = o.Layers
+		}
+		if o.Bytes > 0 {
+			e.Bytes = o.Bytes
+		}
+	}
+	if e.HiddenSize == 0 && h.opts.Tokenizer != "" {
+		e.HiddenSize = configHiddenSize(h.spec.Resolve(h.opts.Tokenizer))
+	}
+	if e.HiddenSize == 0 {
+		return nil
+	}
+	e.DiskBytes = tokens * int64(e.HiddenSize) * int64(e.Layers) * int64(e.Bytes)
+	if rate > 0 {
+		e.Seconds = float64(tokens) / rate
+	}
+	return e
+}
+
+// configHiddenSize reads hidden_size from a model directory's config.json
+// (or its text_config, for multimodal models); 0 when there is none.
+func configHiddenSize(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return 0
+	}
+	var cfg struct {
+		HiddenSize int `json:"hidden_size"`
+		TextConfig struct {
+			HiddenSize int `json:"hidden_size"`
+		} `json:"text_config"`
+	}
+	if json.Unmarshal(b, &cfg) != nil {
+		return 0
+	}
+	return max(cfg.HiddenSize, cfg.TextConfig.HiddenSize)
+}
+
+// Estimate passes the records on as about one row each (more with
+// turns: all) and says what extraction would write and take.
+func (h *Handoff) Estimate(in stages.Estimate) (stages.Estimate, error) {
+	out := in
+	tokens := in.PromptTokens + in.CompletionTokens
+	out.Note = fmt.Sprintf("writes %s/v-<content>/ in %d shards, format %s", h.opts.Out, h.opts.Shards, h.opts.Format)
+	if e := h.hiddenStates(tokens); e != nil {
+		out.Note += fmt.Sprintf("; hidden states ≈ %s (%d tokens × %d × %d layers × %d bytes)", humanBytes(e.DiskBytes), tokens, e.HiddenSize, e.Layers, e.Bytes)
+		if e.Seconds > 0 {
+			out.Note += fmt.Sprintf(", extraction ≈ %s", time.Duration(e.Seconds*float64(time.Second)).Round(time.Second))
+		}
+	}
+	return out, nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

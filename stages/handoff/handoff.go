@@ -1,0 +1,315 @@
+// Package handoff is the stage that hands the regenerated data to a
+// trainer's hidden-state extraction: one row per assistant turn the target
+// generated, token-exact where the trainer reads ids, written as shards of
+// a content-addressed version with a manifest and a data card.
+package handoff
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+func init() {
+	stages.Register(stages.Kind{
+		Name:    "handoff",
+		Summary: "write trainer-ready shards (speculators ids and masks, SpecForge conversations or text) with a manifest",
+		Options: func() any { return &Options{} },
+		Check:   check,
+		New:     newHandoff,
+	})
+}
+
+// Formats a handoff writes.
+const (
+	FormatSpeculators   = "speculators"
+	FormatSpecForge     = "specforge"
+	FormatSpecForgeText = "specforge-text"
+	FormatMessages      = "messages"
+)
+
+var formats = []string{FormatSpeculators, FormatSpecForge, FormatSpecForgeText, FormatMessages}
+
+// Options of handoff.
+type Options struct {
+	// Out is the directory the versions are written under, relative to the spec.
+	Out string `yaml:"out"`
+	// Format is speculators (input_ids and loss_mask; the default),
+	// specforge (conversations), specforge-text (the rendered text) or
+	// messages (OpenAI-shaped conversations).
+	Format string `yaml:"format"`
+	// Shards splits the rows into this many files balanced by tokens (default 1).
+	Shards int `yaml:"shards"`
+	// ShuffleSeed orders rows before they are dealt to shards.
+	ShuffleSeed int `yaml:"shuffle_seed"`
+	// MaxLength is the trainer's window in tokens (0: no limit); rows
+	// longer are dropped or clipped as OnOverflow says.
+	MaxLength int `yaml:"max_length"`
+	// OnOverflow is drop (the default) or clip.
+	OnOverflow string `yaml:"on_overflow"`
+	// ToolTurns says what becomes of rows whose context holds tool calls
+	// the source wrote: context (kept unsupervised; the default) or drop.
+	ToolTurns string `yaml:"tool_turns"`
+	// Tokenizer is the target's model directory; it defaults to the
+	// tokenize stage's the handoff reads from. Chat template, its kwargs
+	// and date default to that stage's too.
+	Tokenizer          string         `yaml:"tokenizer"`
+	ChatTemplate       string         `yaml:"chat_template"`
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
+	Date               string         `yaml:"date"`
+	// HiddenStates sizes what extraction will write, for plan.
+	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-"`
+	// Overwrite lets the handoff write into an out directory eaglet did
+	// not make (it never deletes anything there).
+	Overwrite bool `yaml:"overwrite" fp:"-"`
+}
+
+// HiddenStates describes the target's captured hidden states, for plan's
+// disk and time estimate; unset fields come from the model's config.json
+// in the tokenizer directory.
+type HiddenStates struct {
+	HiddenSize int `yaml:"hidden_size"`
+	// Layers is how many layers are captured per token (EAGLE-3: three
+	// auxiliary layers and the last one; default 4).
+	Layers int `yaml:"layers"`
+	// Bytes per value (2 for bf16, the default).
+	Bytes int `yaml:"bytes"`
+	// TokensPerSecond is the extraction rate, for the time estimate.
+	TokensPerSecond float64 `yaml:"tokens_per_second"`
+}
+
+var _ stages.FileWriter = (*Options)(nil)
+
+// WritesFile names out, so that no other stage writes there, it stays
+// inside the spec's directory, and a directory eaglet did not make is left
+// alone unless overwrite is set.
+func (o *Options) WritesFile() (option, path string, overwrite bool) {
+	return "out", o.Out, o.Overwrite
+}
+
+// tokenizeOptions is what handoff reads of the tokenize stage upstream.
+type tokenizeOptions struct {
+	Tokenizer          string         `yaml:"tokenizer"`
+	ChatTemplate       string         `yaml:"chat_template"`
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
+	Date               string         `yaml:"date"`
+}
+
+// inherit fills in the template settings from the tokenize stage upstream.
+func inherit(spec *specs.Spec, st *specs.Stage, o *Options) {
+	up := spec.Upstream(st, "tokenize")
+	if up == nil || o.Tokenizer != "" {
+		return
+	}
+	var theirs tokenizeOptions
+	// The tokenize stage reports its own options' errors.
+	_ = spec.Decode(up.With, &theirs)
+	o.Tokenizer, o.ChatTemplate = theirs.Tokenizer, theirs.ChatTemplate
+	if o.ChatTemplateKwargs == nil {
+		o.ChatTemplateKwargs = theirs.ChatTemplateKwargs
+	}
+	if o.Date == "" {
+		o.Date = theirs.Date
+	}
+}
+
+func check(spec *specs.Spec, st *specs.Stage, o any) error {
+	opts := o.(*Options)
+	var errs *multierror.Error
+	bad := func(pos specs.Pos, format string, args ...any) {
+		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
+	}
+	if st.Foreach != "" {
+		bad(st.KeyPos("foreach"), "remove `foreach:`; handoff writes one versioned directory from every dataset it needs, which per-dataset instances would each replace")
+	}
+	if opts.Out == "" {
+		bad(st.Pos, "handoff needs `out:` (the directory its versions are written under)")
+	}
+	if opts.Format == "" {
+		opts.Format = FormatSpeculators
+	}
+	if !slices.Contains(formats, opts.Format) {
+		bad(st.OptionPos("format"), "format is %q%s; use one of %v", opts.Format, specs.Suggest(opts.Format, formats), formats)
+	}
+	if opts.Shards < 0 {
+		bad(st.OptionPos("shards"), "shards is %d; use 1 or more", opts.Shards)
+	}
+	if opts.MaxLength < 0 {
+		bad(st.OptionPos("max_length"), "max_length is %d; use 0 (no limit) or more", opts.MaxLength)
+	}
+	if opts.OnOverflow != "" && opts.OnOverflow != "drop" && opts.OnOverflow != "clip" {
+		bad(st.OptionPos("on_overflow"), "on_overflow is %q; use drop or clip", opts.OnOverflow)
+	}
+	if opts.ToolTurns != "" && opts.ToolTurns != "context" && opts.ToolTurns != "drop" {
+		bad(st.OptionPos("tool_turns"), "tool_turns is %q; use context (source-written tool calls stay as unsupervised context) or drop", opts.ToolTurns)
+	}
+	if h := opts.HiddenStates; h != nil && (h.HiddenSize < 0 || h.Layers < 0 || h.Bytes < 0 || h.TokensPerSecond < 0) {
+		bad(st.OptionPos("hidden_states"), "hidden_states sizes must be positive")
+	}
+	inherit(spec, st, opts)
+	needsIDs := opts.Format == FormatSpeculators || opts.Format == FormatSpecForgeText
+	if needsIDs && opts.Tokenizer == "" {
+		bad(st.Pos, "format %s needs the target's tokenizer and chat template: add a tokenize stage upstream, or `tokenizer:` (the target's model directory) to the handoff", opts.Format)
+	}
+	if opts.Tokenizer != "" {
+		for _, f := range []struct{ key, path string }{{"tokenizer", opts.Tokenizer}, {"chat_template", opts.ChatTemplate}} {
+			if f.path == "" {
+				continue
+			}
+			if _, err := os.Stat(spec.Resolve(f.path)); err != nil {
+				bad(st.OptionPos(f.key), "%s: %v", f.key, err)
+			}
+		}
+	}
+	if opts.Date != "" {
+		if _, err := chat.ParseDate(opts.Date); err != nil {
+			bad(st.OptionPos("date"), "%v", err)
+		}
+	}
+	return errs.ErrorOrNil()
+}
+
+// Handoff writes the trainer's shards.
+type Handoff struct {
+	opts  *Options
+	spec  *specs.Spec
+	inst  *stages.Instance
+	out   string
+	tmpl  *chat.Template
+	paths []string // tokenizer and template files, for identity
+	// manifestPath and stamp name what Finish wrote, for Report.
+	manifestPath, stamp string
+	genOnce             sync.Once
+	gen                 genInfo
+}
+
+var (
+	_ stages.Batch         = (*Handoff)(nil)
+	_ stages.Orderer       = (*Handoff)(nil)
+	_ stages.Finisher      = (*Handoff)(nil)
+	_ stages.Fingerprinter = (*Handoff)(nil)
+	_ stages.Estimator     = (*Handoff)(nil)
+)
+
+func newHandoff(inst *stages.Instance) (stages.Stage, error) {
+	o := inst.Options.(*Options)
+	if o.Shards == 0 {
+		o.Shards = 1
+	}
+	h := &Handoff{opts: o, spec: inst.Spec, inst: inst, out: inst.Spec.Resolve(o.Out)}
+	if o.Tokenizer == "" {
+		return h, nil
+	}
+	dir := inst.Spec.Resolve(o.Tokenizer)
+	v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+	}
+	h.paths = []string{dir}
+	src := ""
+	if o.ChatTemplate != "" {
+		p := inst.Spec.Resolve(o.ChatTemplate)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		src, h.paths = string(b), append(h.paths, p)
+	}
+	if h.tmpl, err = chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
+		return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: fmt.Sprintf("stage %s: tokenizer %s: %v", inst.Stage.Name, dir, err)}
+	}
+	return h, nil
+}
+
+// Fingerprint names the tokenizer and template: other ones make other rows.
+func (h *Handoff) Fingerprint() (string, error) {
+	if len(h.paths) == 0 {
+		return "", nil
+	}
+	return tokenizer.FilesHash(h.paths...)
+}
+
+// Run keeps every record that yields at least one row the trainer can
+// use, judged from the token counts the store holds (exact on the
+// token-id path), so plan shows what the trainer's window would cost
+// before anything runs; Finish builds the rows themselves.
+func (h *Handoff) Run(ctx context.Context, in stages.Input, out stages.Output) error {
+	return in.Each(ctx, func(rec *conv.Record) error {
+		if reason := h.unusable(rec); reason != "" {
+			out.Drop(reason)
+			return nil
+		}
+		return out.Keep(rec)
+	})
+}
+
+// unusable says why a record gives no row, from its stored counts, or "".
+func (h *Handoff) unusable(rec *conv.Record) string {
+	turns := answers(rec)
+	if len(turns) == 0 {
+		return "no answer of the target"
+	}
+	reason := ""
+	for _, t := range turns {
+		r := h.screen(rec, t)
+		if r == "" {
+			return ""
+		}
+		reason = r
+	}
+	return reason
+}
+
+// screen says why a turn gives no row, before its ids are made, or "".
+func (h *Handoff) screen(rec *conv.Record, t answer) string {
+	if h.opts.ToolTurns == "drop" && sourceToolCalls(rec, t) {
+		return "tool_turns: drop (source-written tool calls in context)"
+	}
+	if h.opts.MaxLength > 0 && h.opts.OnOverflow != "clip" && t.promptTokens > 0 && t.promptTokens+t.completionTokens > h.opts.MaxLength {
+		return fmt.Sprintf("over max_length (%d)", h.opts.MaxLength)
+	}
+	if h.opts.MaxLength > 0 && t.promptTokens >= h.opts.MaxLength {
+		return fmt.Sprintf("context fills max_length (%d)", h.opts.MaxLength)
+	}
+	return ""
+}
+
+// Order deals rows to shards in a seeded order, so each shard is a fair
+// sample of the mixture.
+func (h *Handoff) Order(rec *conv.Record) uint64 {
+	return stages.SeededHash(h.opts.ShuffleSeed, "handoff", rec.Key)>>1 | 1
+}
+
+// Finish writes the version and points `current` at it.
+func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
+	v, err := h.write(ctx, out)
+	if err != nil {
+		return fmt.Errorf("handoff %s: %w", h.out, err)
+	}
+	h.manifestPath = filepath.Join(v.dir, "manifest.json")
+	h.stamp, err = state.FileStamp(h.manifestPath)
+	if err != nil {
+		return err
+	}
+	h.inst.Log("wrote %s: %d rows, %d tokens (%d supervised) in %d shards%s", v.rel, v.rows, v.tokens, v.supervised, len(v.shards), v.reused)
+	return nil
+}
+
+// Report names the manifest, so a deleted version is written again.
+func (h *Handoff) Report(s *state.Stats) {
+	if h.stamp != "" {
+		s.Output, s.OutputHash = h.manifestPath, h.stamp
+	}
+}

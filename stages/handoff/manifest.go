@@ -1,0 +1,221 @@
+package handoff
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Manifest describes a version: what it holds, where it came from and
+// what became of every record, for the trainer and for the person who
+// finds the directory a month later.
+type Manifest struct {
+	Version          string                   `json:"version"`
+	Format           string                   `json:"format"`
+	CreatedAt        time.Time                `json:"created_at"`
+	Eaglet           string                   `json:"eaglet"`
+	Spec             string                   `json:"spec"`
+	Stage            string                   `json:"stage"`
+	Rows             int                      `json:"rows"`
+	Tokens           int64                    `json:"tokens"`
+	SupervisedTokens int64                    `json:"supervised_tokens"`
+	MaxLength        int                      `json:"max_length,omitempty"`
+	OnOverflow       string                   `json:"on_overflow,omitempty"`
+	Shards           []shardFile              `json:"shards"`
+	Datasets         map[string]*DatasetCount `json:"datasets"`
+	// IDsFrom counts rows by where their answer ids came from, and
+	// PromptCheck by how their context ids were checked.
+	IDsFrom     map[string]int `json:"ids_from,omitempty"`
+	PromptCheck map[string]int `json:"prompt_check,omitempty"`
+	Tokenizer   *Identity      `json:"tokenizer,omitempty"`
+	Generation  genInfo        `json:"generation"`
+	HiddenState *hiddenEst     `json:"hidden_states,omitempty"`
+}
+
+// Identity names the tokenizer and chat template the ids were made with.
+type Identity struct {
+	Path               string         `json:"path"`
+	FilesSHA           string         `json:"files_sha256"`
+	ChatTemplateSHA    string         `json:"chat_template_sha256"`
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
+	Date               string         `json:"date,omitempty"`
+}
+
+// DatasetCount is one dataset's accounting: records in, turns answered,
+// rows out, and turns dropped by reason (turns = rows + dropped).
+type DatasetCount struct {
+	Records          int            `json:"records"`
+	Turns            int            `json:"turns"`
+	Rows             int            `json:"rows"`
+	Dropped          map[string]int `json:"dropped,omitempty"`
+	Tokens           int64          `json:"tokens"`
+	SupervisedTokens int64          `json:"supervised_tokens"`
+	// Lengths is a histogram of row lengths in tokens by powers of two:
+	// {"le": 1024, "rows": 16} counts rows of 513 to 1024 tokens.
+	Lengths []bucket `json:"lengths"`
+}
+
+type bucket struct {
+	LE   int `json:"le"`
+	Rows int `json:"rows"`
+}
+
+// addLength counts a row of n tokens in its power-of-two bucket.
+func (d *DatasetCount) addLength(n int) {
+	top := 1 << bits.Len(uint(max(n-1, 0)))
+	i := sort.Search(len(d.Lengths), func(i int) bool { return d.Lengths[i].LE >= top })
+	if i == len(d.Lengths) || d.Lengths[i].LE != top {
+		d.Lengths = slices.Insert(d.Lengths, i, bucket{LE: top})
+	}
+	d.Lengths[i].Rows++
+}
+
+func (d *DatasetCount) drop(reason string) {
+	if d.Dropped == nil {
+		d.Dropped = map[string]int{}
+	}
+	d.Dropped[reason]++
+}
+
+type genInfo struct {
+	Endpoint string         `json:"endpoint,omitempty"`
+	API      string         `json:"api,omitempty"`
+	Model    string         `json:"model,omitempty"`
+	Sampling map[string]any `json:"sampling,omitempty"`
+	sampling map[string]any
+	endpoint string
+}
+
+func (h *Handoff) newManifest() *Manifest {
+	m := &Manifest{Format: h.opts.Format, CreatedAt: h.inst.Shared.Now().UTC(), Eaglet: eagletVersion(), Spec: h.spec.Name,
+		Stage: h.inst.ID, MaxLength: h.opts.MaxLength, Datasets: map[string]*DatasetCount{}, Generation: h.generation()}
+	if h.opts.MaxLength > 0 {
+		m.OnOverflow = h.opts.OnOverflow
+		if m.OnOverflow == "" {
+			m.OnOverflow = "drop"
+		}
+	}
+	if h.tmpl != nil {
+		sha, _ := h.Fingerprint()
+		m.Tokenizer = &Identity{Path: h.opts.Tokenizer, FilesSHA: sha, ChatTemplateSHA: h.tmpl.Hash(),
+			ChatTemplateKwargs: h.opts.ChatTemplateKwargs, Date: h.opts.Date}
+	}
+	return m
+}
+
+func (m *Manifest) dataset(name string) *DatasetCount {
+	d := m.Datasets[name]
+	if d == nil {
+		d = &DatasetCount{}
+		m.Datasets[name] = d
+	}
+	return d
+}
+
+func (m *Manifest) count(tk *tokens) {
+	if m.IDsFrom == nil {
+		m.IDsFrom, m.PromptCheck = map[string]int{}, map[string]int{}
+	}
+	m.IDsFrom[tk.from]++
+	m.PromptCheck[tk.check]++
+}
+
+// generation reads the sampling settings and endpoint of the generate
+// stage upstream from the spec, once.
+func (h *Handoff) generation() genInfo {
+	h.genOnce.Do(func() {
+		up := h.spec.Upstream(h.inst.Stage, "generate")
+		if up == nil {
+			return
+		}
+		var theirs struct {
+			Endpoint    string   `yaml:"endpoint"`
+			Temperature *float64 `yaml:"temperature"`
+			TopP        *float64 `yaml:"top_p"`
+			TopK        *int     `yaml:"top_k"`
+			Seed        *int     `yaml:"seed"`
+			Stop        []string `yaml:"stop"`
+		}
+		// The generate stage reports its own options' errors.
+		_ = h.spec.Decode(up.With, &theirs)
+		s := map[string]any{}
+		for k, v := range map[string]any{"temperature": theirs.Temperature, "top_p": theirs.TopP, "top_k": theirs.TopK, "seed": theirs.Seed} {
+			switch x := v.(type) {
+			case *float64:
+				if x != nil {
+					s[k] = *x
+				}
+			case *int:
+				if x != nil {
+					s[k] = *x
+				}
+			}
+		}
+		if len(theirs.Stop) > 0 {
+			s["stop"] = theirs.Stop
+		}
+		g := genInfo{Endpoint: theirs.Endpoint, Sampling: s, sampling: s, endpoint: theirs.Endpoint}
+		if g.Endpoint == "" && len(h.spec.Endpoints) == 1 {
+			g.Endpoint, g.endpoint = h.spec.Endpoints[0].Name, h.spec.Endpoints[0].Name
+		}
+		if ep := h.spec.Endpoint(g.Endpoint); ep != nil {
+			g.API, g.Model = ep.API, ep.Model
+		}
+		h.gen = g
+	})
+	return h.gen
+}
+
+// eagletVersion is the module version the binary was built from.
+func eagletVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
+			}
+		}
+		return v
+	}
+	return "unknown"
+}
+
+// dataCard is the version's README.md, as dataset hubs expect one.
+func dataCard(m *Manifest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\nlicense: other\ntags: [eagle3, speculative-decoding, eaglet]\nconfigs:\n- config_name: default\n  data_files: \"%s/*.jsonl\"\n---\n\n", dataDir)
+	fmt.Fprintf(&b, "# %s, version %s\n\n", m.Spec, m.Version)
+	fmt.Fprintf(&b, "Training rows for an EAGLE-3 draft model, written by eaglet (%s) on %s from stage `%s`.\n", m.Eaglet, m.CreatedAt.Format(time.DateOnly), m.Stage)
+	fmt.Fprintf(&b, "Every row is one assistant turn the target model generated itself")
+	if g := m.Generation; g.Model != "" {
+		fmt.Fprintf(&b, " (model `%s` behind endpoint `%s`, API %s)", g.Model, g.Endpoint, g.API)
+	}
+	b.WriteString("; turns the source dataset wrote are context only, never supervised.\n\n")
+	fmt.Fprintf(&b, "- Format: `%s`\n- Rows: %d in %d shards\n- Tokens: %d, supervised %d\n", m.Format, m.Rows, len(m.Shards), m.Tokens, m.SupervisedTokens)
+	if m.MaxLength > 0 {
+		fmt.Fprintf(&b, "- Trainer window: %d tokens, longer rows: %s\n", m.MaxLength, m.OnOverflow)
+	}
+	if t := m.Tokenizer; t != nil {
+		fmt.Fprintf(&b, "- Tokenizer: `%s` (files sha256 %s), chat template sha256 %s\n", t.Path, t.FilesSHA, t.ChatTemplateSHA)
+	}
+	if len(m.Generation.Sampling) > 0 {
+		sb, _ := json.Marshal(m.Generation.Sampling)
+		fmt.Fprintf(&b, "- Sampling: `%s`\n", sb)
+	}
+	b.WriteString("\n| dataset | records | turns | rows | tokens | supervised | dropped |\n|---|---|---|---|---|---|---|\n")
+	for _, name := range sortedKeys(m.Datasets) {
+		d := m.Datasets[name]
+		var drops []string
+		for _, r := range sortedKeys(d.Dropped) {
+			drops = append(drops, fmt.Sprintf("%d %s", d.Dropped[r], r))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s |\n", name, d.Records, d.Turns, d.Rows, d.Tokens, d.SupervisedTokens, strings.Join(drops, "; "))
+	}
+	b.WriteString("\n`manifest.json` beside this card has the full accounting, the shards' checksums and length histograms.\n")
+	return b.String()
+}

@@ -1,0 +1,167 @@
+package handoff
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+)
+
+// answer is one assistant turn the target generated for a record.
+type answer struct {
+	index   int            // 0-based among the record's generated turns
+	context []conv.Message // what the target was given
+	msg     conv.Message   // its answer
+	finish  string
+	// promptTokens and completionTokens are the server's counts.
+	promptTokens, completionTokens int
+	outputIDs                      []int
+	// sentIDs are the exact prompt ids sent, when known (the tokenize
+	// stage's, for a record answered in one request); sentLen counts the
+	// ids sent for a later turn rendered by generate, to check a re-render.
+	sentIDs []int
+	sentLen int
+}
+
+// answers lists the turns the target generated, oldest first: every
+// earlier turn kept on the generation, then the final one. Assistant turns
+// the source wrote are never among them.
+func answers(rec *conv.Record) []answer {
+	g := rec.Generation
+	if g == nil {
+		return nil
+	}
+	var out []answer
+	for i, t := range g.Turns {
+		if t.Message <= 0 || t.Message >= len(rec.Messages) {
+			continue
+		}
+		out = append(out, answer{index: i, context: rec.Messages[:t.Message], msg: rec.Messages[t.Message],
+			finish: t.FinishReason, promptTokens: t.PromptTokens, completionTokens: t.CompletionTokens,
+			outputIDs: t.OutputIDs, sentLen: t.SentIDs})
+	}
+	last := answer{index: len(out), context: rec.Prompt(), msg: g.Message(), finish: g.FinishReason,
+		promptTokens: g.PromptTokens, completionTokens: g.CompletionTokens, outputIDs: g.OutputIDs}
+	if len(g.Turns) == 0 && len(rec.PromptIDs) > 0 {
+		last.sentIDs = rec.PromptIDs
+	}
+	if last.promptTokens == 0 {
+		last.promptTokens = max(rec.PromptTokens, len(rec.PromptIDs))
+	}
+	return append(out, last)
+}
+
+// sourceToolCalls says whether a turn's context holds tool calls the
+// source wrote rather than the target.
+func sourceToolCalls(rec *conv.Record, t answer) bool {
+	generated := map[int]bool{}
+	if g := rec.Generation; g != nil {
+		for _, x := range g.Turns {
+			generated[x.Message] = true
+		}
+	}
+	for i, m := range t.context {
+		if m.Role == conv.Assistant && len(m.ToolCalls) > 0 && !generated[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// Where a row's ids came from, and how its prompt was checked.
+const (
+	fromServer    = "server"    // the server's output ids
+	fromTokenized = "tokenized" // the answer's text tokenized with the target's tokenizer
+
+	promptExact    = "exact"     // the ids sent are the row's
+	promptMatch    = "match"     // re-rendered, same length as the server counted
+	promptMismatch = "mismatch"  // re-rendered, another length than the server counted
+	promptUnknown  = "unchecked" // nothing to check against
+)
+
+// tokens is a turn as ids: the context, then the supervised answer and its
+// end-of-turn marker.
+type tokens struct {
+	ids, mask   []int
+	supervised  int
+	from, check string
+	text        string // the context and answer as rendered
+}
+
+// errUnaligned marks a turn the template cannot split at the answer.
+var errUnaligned = errors.New("the template does not render the context as a prefix of the answered conversation")
+
+// encode builds a turn's ids. The context is what the server was given:
+// the ids sent when the store has them, else the target's template
+// rendered over the context (checked against the server's count). The
+// answer is the server's own output ids when it returned them, else its
+// text tokenized. The template's end-of-turn marker follows an answer that
+// stopped; an answer cut at max_tokens gets none, as the target wrote none.
+func encode(tmpl *chat.Template, tools []conv.ToolDef, t answer) (*tokens, error) {
+	convo := append(slices.Clip(t.context), t.msg)
+	rendered, err := tmpl.RenderAnswer(convo, tools)
+	if errors.Is(err, chat.ErrMaskUnaligned) {
+		return nil, errUnaligned
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render turn %d: %w", t.index, err)
+	}
+	tk := &tokens{text: rendered.Prompt + rendered.Text}
+	ctx := t.sentIDs
+	switch {
+	case ctx != nil:
+		tk.check = promptExact
+	default:
+		ctx = tmpl.Tokens(rendered.Prompt)
+		want := t.sentLen
+		if want == 0 {
+			want = t.promptTokens
+		}
+		switch {
+		case want == 0:
+			tk.check = promptUnknown
+		case want == len(ctx):
+			tk.check = promptMatch
+		default:
+			tk.check = promptMismatch
+		}
+	}
+	var ans []int
+	if len(t.outputIDs) > 0 {
+		tk.from = fromServer
+		ans = slices.Clone(t.outputIDs)
+		if t.finish != "length" && rendered.End != "" {
+			ans = append(ans, tmpl.Tokens(rendered.End)...)
+		}
+	} else {
+		tk.from = fromTokenized
+		text := rendered.Text
+		if t.finish == "length" && rendered.End != "" {
+			text = text[:len(text)-len(rendered.End)]
+		}
+		ans = tmpl.Tokens(text)
+	}
+	tk.ids = append(slices.Clip(ctx), ans...)
+	tk.mask = make([]int, len(tk.ids))
+	for i := len(ctx); i < len(tk.ids); i++ {
+		tk.mask[i] = 1
+	}
+	tk.supervised = len(ans)
+	return tk, nil
+}
+
+// clip fits a row into the trainer's window, as drop or clip says; ok is
+// false when nothing supervised is left.
+func clip(tk *tokens, maxLength int) (ok bool) {
+	if maxLength <= 0 || len(tk.ids) <= maxLength {
+		return tk.supervised > 0
+	}
+	tk.ids, tk.mask = tk.ids[:maxLength], tk.mask[:maxLength]
+	tk.supervised = 0
+	for _, m := range tk.mask {
+		tk.supervised += m
+	}
+	return tk.supervised > 0
+}

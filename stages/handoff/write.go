@@ -1,0 +1,389 @@
+package handoff
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/outfile"
+	"github.com/eaglet-dev/eaglet/stages"
+)
+
+// The layout of out: each version in its own directory named by its
+// content, data files alone under data/ (speculators loads every .json and
+// .jsonl file of a directory it is given), and `current` pointing at the
+// latest version.
+const (
+	currentLink = "current"
+	dataDir     = "data"
+)
+
+// version is a written (or found again) version directory.
+type version struct {
+	dir, rel string
+	hash     string
+	shards   []shardFile
+	rows     int
+	tokens   int64
+	// supervised counts loss-mask ones (token formats) or answer tokens.
+	supervised int64
+	reused     string // a note when an identical version existed
+	manifest   *Manifest
+}
+
+// shardFile is one data file being written.
+type shardFile struct {
+	Path       string `json:"path"`
+	Rows       int    `json:"rows"`
+	Tokens     int64  `json:"tokens"`
+	Supervised int64  `json:"supervised_tokens"`
+	SHA256     string `json:"sha256"`
+	f          *os.File
+	w          *bufio.Writer
+	h          hash.Hash
+}
+
+// write builds every row and deals it to the shard with the fewest tokens
+// so far, into a temporary directory; the content names the version, and
+// an identical version already there is kept as it is.
+func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) {
+	if err := os.MkdirAll(h.out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := h.claim(); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(h.out, ".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp) // gone once renamed; a failed write leaves nothing
+	// MkdirTemp makes it private; the version is for the trainer's user too.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(filepath.Join(tmp, dataDir), 0o755); err != nil {
+		return nil, err
+	}
+	v := &version{manifest: h.newManifest()}
+	n := h.opts.Shards
+	for i := range n {
+		name := fmt.Sprintf("shard-%05d-of-%05d.jsonl", i, n)
+		f, err := os.Create(filepath.Join(tmp, dataDir, name))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		sh := sha256.New()
+		v.shards = append(v.shards, shardFile{Path: dataDir + "/" + name, f: f, h: sh, w: bufio.NewWriterSize(io.MultiWriter(f, sh), 256<<10)})
+	}
+	err = in.Each(ctx, func(rec *conv.Record) error {
+		rows, err := h.rows(rec, v.manifest)
+		if err != nil {
+			return fmt.Errorf("record %s (%s): %w", rec.Key, rec.Dataset, err)
+		}
+		for _, r := range rows {
+			s := lightest(v.shards)
+			if _, err := s.w.Write(r.line); err != nil {
+				return err
+			}
+			s.Rows++
+			s.Tokens += int64(r.tokens)
+			s.Supervised += int64(r.supervised)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	whole := sha256.New()
+	fmt.Fprintf(whole, "eaglet handoff %s %d\n", h.opts.Format, n)
+	for i := range v.shards {
+		s := &v.shards[i]
+		if err := s.w.Flush(); err != nil {
+			return nil, err
+		}
+		if err := s.f.Sync(); err != nil {
+			return nil, err
+		}
+		s.SHA256 = hex.EncodeToString(s.h.Sum(nil))
+		fmt.Fprintln(whole, s.SHA256)
+		v.rows += s.Rows
+		v.tokens += s.Tokens
+		v.supervised += s.Supervised
+	}
+	v.hash = hex.EncodeToString(whole.Sum(nil))[:16]
+	v.rel = "v-" + v.hash
+	v.dir = filepath.Join(h.out, v.rel)
+	m := v.manifest
+	m.Version, m.Shards = v.hash, v.shards
+	m.Rows, m.Tokens, m.SupervisedTokens = v.rows, v.tokens, v.supervised
+	m.HiddenState = h.hiddenStates(v.tokens)
+	if _, err := os.Stat(v.dir); err == nil {
+		v.reused = "; unchanged, version " + v.rel + " kept"
+	} else {
+		if err := writeJSON(filepath.Join(tmp, "manifest.json"), m); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "README.md"), []byte(dataCard(m)), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, v.dir); err != nil {
+			return nil, err
+		}
+	}
+	return v, pointCurrent(h.out, v.rel)
+}
+
+// claim marks out as eaglet's, as outfile does for a file, so that a later
+// validation knows the directory may be written.
+func (h *Handoff) claim() error {
+	spec, err := filepath.Abs(h.spec.Path)
+	if err != nil {
+		spec = h.spec.Path
+	}
+	return outfile.Claim(h.out, outfile.Options{Spec: spec, Stage: h.inst.ID})
+}
+
+// lightest is the shard holding the fewest tokens, the first on ties.
+func lightest(shards []shardFile) *shardFile {
+	best := &shards[0]
+	for i := range shards {
+		if shards[i].Tokens < best.Tokens {
+			best = &shards[i]
+		}
+	}
+	return best
+}
+
+// pointCurrent makes out/current point at rel, replacing the link at once.
+func pointCurrent(out, rel string) error {
+	link := filepath.Join(out, currentLink)
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// row is one line of a shard.
+type row struct {
+	line       []byte
+	tokens     int
+	supervised int
+}
+
+// rows builds a record's rows in the handoff's format, counting in m what
+// became of each turn.
+func (h *Handoff) rows(rec *conv.Record, m *Manifest) ([]row, error) {
+	ds := m.dataset(rec.Dataset)
+	ds.Records++
+	var out []row
+	for _, t := range answers(rec) {
+		ds.Turns++
+		if reason := h.screen(rec, t); reason != "" {
+			ds.drop(reason)
+			continue
+		}
+		r, reason, err := h.row(rec, t, m)
+		if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			ds.drop(reason)
+			continue
+		}
+		ds.Rows++
+		ds.Tokens += int64(r.tokens)
+		ds.SupervisedTokens += int64(r.supervised)
+		ds.addLength(r.tokens)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// rowID names a row: the record's key and the turn, as speculators'
+// regeneration names its rows (conversation id, _gen, index).
+func rowID(rec *conv.Record, t answer) string { return fmt.Sprintf("%s_gen%d", rec.Key, t.index) }
+
+// row builds one turn's line; a reason says why it was dropped instead.
+func (h *Handoff) row(rec *conv.Record, t answer, m *Manifest) (row, string, error) {
+	var tk *tokens
+	if h.tmpl != nil {
+		var err error
+		tk, err = encode(h.tmpl, rec.Tools, t)
+		if errors.Is(err, errUnaligned) {
+			return row{}, "template not prefix-stable at this turn", nil
+		}
+		if err != nil {
+			return row{}, "", err
+		}
+		m.count(tk)
+		if h.opts.MaxLength > 0 && len(tk.ids) > h.opts.MaxLength && h.opts.OnOverflow != "clip" {
+			return row{}, fmt.Sprintf("over max_length (%d)", h.opts.MaxLength), nil
+		}
+		if !clip(tk, h.opts.MaxLength) {
+			if len(tk.ids) == h.opts.MaxLength {
+				return row{}, fmt.Sprintf("context fills max_length (%d)", h.opts.MaxLength), nil
+			}
+			return row{}, "no supervised tokens", nil
+		}
+	}
+	var v any
+	switch h.opts.Format {
+	case FormatSpeculators:
+		v = speculatorsRow{ID: rowID(rec, t), PrimaryID: rec.Key, InputIDs: tk.ids, LossMask: tk.mask, Metadata: h.metadata(rec, t, tk)}
+	case FormatSpecForgeText:
+		v = textRow{ID: rowID(rec, t), Text: tk.text, Metadata: h.metadata(rec, t, tk)}
+	default:
+		convo := conv.ToOpenAI(append(append([]conv.Message(nil), t.context...), t.msg))
+		if h.opts.Format == FormatSpecForge {
+			if reason := specForgeInvalid(convo); reason != "" {
+				return row{}, "specforge validator: " + reason, nil
+			}
+			tools := ""
+			if len(rec.Tools) > 0 {
+				b, _ := json.Marshal(conv.ToolsToOpenAI(rec.Tools))
+				tools = string(b)
+			}
+			v = specForgeRow{ID: rowID(rec, t), Status: "success", Conversations: convo, Tools: tools, Metadata: h.metadata(rec, t, tk)}
+		} else {
+			v = messagesRow{ID: rowID(rec, t), Messages: convo, Tools: conv.ToolsToOpenAI(rec.Tools), Metadata: h.metadata(rec, t, tk)}
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return row{}, "", err
+	}
+	r := row{line: append(b, '\n')}
+	if tk != nil {
+		r.tokens, r.supervised = len(tk.ids), tk.supervised
+	} else {
+		r.tokens, r.supervised = t.promptTokens+t.completionTokens, t.completionTokens
+	}
+	return r, "", nil
+}
+
+// specForgeInvalid applies SpecForge's validate_regenerated_data.py rules
+// to a conversation: non-empty string contents, a system turn only before
+// the first user turn, then user and assistant alternating, ending with
+// the assistant. It returns the broken rule, or "".
+func specForgeInvalid(msgs []conv.OpenAIMessage) string {
+	want, sawUser := conv.User, false
+	for i, m := range msgs {
+		if strings.TrimSpace(m.Content) == "" {
+			return fmt.Sprintf("message %d content is empty (tool calls alone, or an empty turn)", i)
+		}
+		if m.Role == conv.System && !sawUser {
+			continue
+		}
+		if m.Role != conv.User && m.Role != conv.Assistant {
+			return fmt.Sprintf("message %d has role %s (tool turns)", i, m.Role)
+		}
+		if m.Role != want {
+			return fmt.Sprintf("message %d is %s where %s was expected", i, m.Role, want)
+		}
+		sawUser = true
+		want = map[string]string{conv.User: conv.Assistant, conv.Assistant: conv.User}[m.Role]
+	}
+	if !sawUser {
+		return "no user message"
+	}
+	return ""
+}
+
+// Row shapes, field for field as each consumer reads them.
+type (
+	// speculatorsRow is what speculators' prepare_data.py passes through
+	// without rendering: its regeneration script's own row.
+	speculatorsRow struct {
+		ID        string   `json:"id"`
+		PrimaryID string   `json:"primary_id"`
+		InputIDs  []int    `json:"input_ids"`
+		LossMask  []int    `json:"loss_mask"`
+		Metadata  metadata `json:"metadata"`
+	}
+	// specForgeRow is a regenerated conversation as SpecForge's validator
+	// and training loader read it; tools are a JSON string, as its own
+	// generator writes them, so Arrow needs no schema across rows.
+	specForgeRow struct {
+		ID            string               `json:"id"`
+		Status        string               `json:"status"`
+		Conversations []conv.OpenAIMessage `json:"conversations"`
+		Tools         string               `json:"tools,omitempty"`
+		Metadata      metadata             `json:"metadata"`
+	}
+	// textRow is the rendered conversation for SpecForge's --is-preformatted.
+	textRow struct {
+		ID       string   `json:"id"`
+		Text     string   `json:"text"`
+		Metadata metadata `json:"metadata"`
+	}
+	messagesRow struct {
+		ID       string               `json:"id"`
+		Messages []conv.OpenAIMessage `json:"messages"`
+		Tools    []conv.OpenAITool    `json:"tools,omitempty"`
+		Metadata metadata             `json:"metadata"`
+	}
+	metadata struct {
+		Dataset      string         `json:"dataset"`
+		SourceID     string         `json:"source_id"`
+		Key          string         `json:"key"`
+		Turn         int            `json:"turn"`
+		FinishReason string         `json:"finish_reason"`
+		Usage        usage          `json:"usage"`
+		Sampling     map[string]any `json:"sampling,omitempty"`
+		Model        string         `json:"model,omitempty"`
+		Endpoint     string         `json:"endpoint,omitempty"`
+		IDsFrom      string         `json:"ids_from,omitempty"`
+		PromptCheck  string         `json:"prompt_check,omitempty"`
+	}
+	usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	}
+)
+
+func (h *Handoff) metadata(rec *conv.Record, t answer, tk *tokens) metadata {
+	md := metadata{Dataset: rec.Dataset, SourceID: rec.Source.ID, Key: rec.Key, Turn: t.index, FinishReason: t.finish,
+		Usage: usage{t.promptTokens, t.completionTokens}}
+	if g := rec.Generation; g != nil {
+		md.Model = g.Model
+	}
+	gen := h.generation()
+	md.Sampling, md.Endpoint = gen.sampling, gen.endpoint
+	if tk != nil {
+		md.IDsFrom, md.PromptCheck = tk.from, tk.check
+	}
+	return md
+}
+
+// sortedKeys returns a map's keys in order, for stable output.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
