@@ -304,6 +304,13 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 		return err
 	}
 	h.inst.Log("wrote %s: %d rows, %d tokens (%d supervised) in %d shards%s", v.rel, v.rows, v.tokens, v.supervised, len(v.shards), v.reused)
+	m := v.manifest
+	if n := m.PromptCheck[promptMismatch]; n > 0 {
+		h.inst.Log("warning: %d rows' context re-rendered to another length than the server counted: the handoff's chat template or its kwargs differ from the server's", n)
+	}
+	if n := m.ServerIDsDisagree; n > 0 {
+		h.inst.Log("warning: %d rows' output ids from the server do not decode to the answer's text with tokenizer %s: is it the target's?", n, h.opts.Tokenizer)
+	}
 	return nil
 }
 

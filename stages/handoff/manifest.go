@@ -32,6 +32,10 @@ type Manifest struct {
 	// PromptCheck by how their context ids were checked.
 	IDsFrom     map[string]int `json:"ids_from,omitempty"`
 	PromptCheck map[string]int `json:"prompt_check,omitempty"`
+	// ServerIDsDisagree counts rows whose server output ids do not decode
+	// to the answer's text with this tokenizer: another tokenizer than
+	// the target's (or a simulated server's ids).
+	ServerIDsDisagree int `json:"server_ids_disagree,omitempty"`
 	Tokenizer   *Identity      `json:"tokenizer,omitempty"`
 	Generation  genInfo        `json:"generation"`
 	HiddenState *hiddenEst     `json:"hidden_states,omitempty"`
@@ -123,6 +127,9 @@ func (m *Manifest) count(tk *tokens) {
 	}
 	m.IDsFrom[tk.from]++
 	m.PromptCheck[tk.check]++
+	if tk.from == fromServer && !tk.idsAgree {
+		m.ServerIDsDisagree++
+	}
 }
 
 // generation reads the sampling settings and endpoint of the generate

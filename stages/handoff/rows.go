@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
@@ -88,6 +89,16 @@ type tokens struct {
 	supervised  int
 	from, check string
 	text        string // the context and answer as rendered
+	// idsAgree says whether the server's output ids decode, with the
+	// handoff's tokenizer, to the answer's text; false flags a tokenizer
+	// that is not the target's.
+	idsAgree bool
+}
+
+// idsAgree reports whether ids decoded to text hold the answer's content
+// and reasoning as the server parsed them out of that text.
+func idsAgree(decoded string, m conv.Message) bool {
+	return strings.Contains(decoded, strings.TrimSpace(m.Content)) && strings.Contains(decoded, strings.TrimSpace(m.Reasoning))
 }
 
 // errUnaligned marks a turn the template cannot split at the answer.
@@ -131,6 +142,7 @@ func encode(tmpl *chat.Template, tools []conv.ToolDef, t answer) (*tokens, error
 	var ans []int
 	if len(t.outputIDs) > 0 {
 		tk.from = fromServer
+		tk.idsAgree = idsAgree(tmpl.Tokenizer().Decode(t.outputIDs), t.msg)
 		ans = slices.Clone(t.outputIDs)
 		if t.finish != "length" && rendered.End != "" {
 			ans = append(ans, tmpl.Tokens(rendered.End)...)

@@ -412,3 +412,6 @@ func (t *Template) Hash() string {
 	h := sha256.Sum256([]byte(t.src))
 	return hex.EncodeToString(h[:12])
 }
+
+// Tokenizer is the tokenizer the template encodes with.
+func (t *Template) Tokenizer() *tokenizer.Tokenizer { return t.tok }
