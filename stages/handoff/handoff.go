@@ -6,6 +6,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,7 +192,10 @@ type Handoff struct {
 	paths []string // tokenizer and template files, for identity
 	// manifestPath and stamp name what Finish wrote, for Report.
 	manifestPath, stamp string
-	genOnce             sync.Once
+	// runDrops are the records this run's Run dropped, which Finish
+	// never sees but the manifest accounts for.
+	runDrops []drop
+	genOnce  sync.Once
 	gen                 genInfo
 }
 
@@ -242,48 +246,69 @@ func (h *Handoff) Fingerprint() (string, error) {
 }
 
 // Run keeps every record that yields at least one row the trainer can
-// use, judged from the token counts the store holds (exact on the
-// token-id path), so plan shows what the trainer's window would cost
-// before anything runs; Finish builds the rows themselves.
+// use, judging each turn as Finish will (its ids made and fitted to the
+// window), so plan shows what the trainer's window costs before anything
+// is written.
 func (h *Handoff) Run(ctx context.Context, in stages.Input, out stages.Output) error {
+	h.runDrops = nil
 	return in.Each(ctx, func(rec *conv.Record) error {
-		if reason := h.unusable(rec); reason != "" {
-			out.Drop(reason)
-			return nil
+		turns := answers(rec)
+		reason := "no answer of the target"
+		for _, t := range turns {
+			_, r, err := h.judge(rec, t)
+			if err != nil {
+				return fmt.Errorf("record %s (%s): %w", rec.Key, rec.Dataset, err)
+			}
+			if reason = r; r == "" {
+				return out.Keep(rec)
+			}
 		}
-		return out.Keep(rec)
+		out.Drop(reason)
+		h.runDrops = append(h.runDrops, drop{rec.Dataset, reason, len(turns)})
+		return nil
 	})
 }
 
-// unusable says why a record gives no row, from its stored counts, or "".
-func (h *Handoff) unusable(rec *conv.Record) string {
-	turns := answers(rec)
-	if len(turns) == 0 {
-		return "no answer of the target"
-	}
-	reason := ""
-	for _, t := range turns {
-		r := h.screen(rec, t)
-		if r == "" {
-			return ""
-		}
-		reason = r
-	}
-	return reason
+// drop is a record Run did not pass on, for Finish's accounting.
+type drop struct {
+	dataset, reason string
+	turns           int
 }
 
-// screen says why a turn gives no row, before its ids are made, or "".
-func (h *Handoff) screen(rec *conv.Record, t answer) string {
+// judge makes a turn's ids (nil without a tokenizer) and fits them to
+// the trainer's window; a reason says why the turn gives no row.
+func (h *Handoff) judge(rec *conv.Record, t answer) (*tokens, string, error) {
 	if h.opts.ToolTurns == "drop" && sourceToolCalls(rec, t) {
-		return "tool_turns: drop (source-written tool calls in context)"
+		return nil, "tool_turns: drop (source-written tool calls in context)", nil
 	}
-	if h.opts.MaxLength > 0 && h.opts.OnOverflow != "clip" && t.promptTokens > 0 && t.promptTokens+t.completionTokens > h.opts.MaxLength {
-		return fmt.Sprintf("over max_length (%d)", h.opts.MaxLength)
+	max := h.opts.MaxLength
+	if h.tmpl == nil {
+		// Without the target's tokenizer the server's counts are the length.
+		switch n := t.promptTokens + t.completionTokens; {
+		case max > 0 && t.promptTokens >= max:
+			return nil, fmt.Sprintf("context fills max_length (%d)", max), nil
+		case max > 0 && n > max && h.opts.OnOverflow != "clip":
+			return nil, fmt.Sprintf("over max_length (%d)", max), nil
+		}
+		return nil, "", nil
 	}
-	if h.opts.MaxLength > 0 && t.promptTokens >= h.opts.MaxLength {
-		return fmt.Sprintf("context fills max_length (%d)", h.opts.MaxLength)
+	tk, err := encode(h.tmpl, rec.Tools, t)
+	if errors.Is(err, errUnaligned) {
+		return nil, "template not prefix-stable at this turn", nil
 	}
-	return ""
+	if err != nil {
+		return nil, "", err
+	}
+	full := len(tk.ids)
+	switch {
+	case max > 0 && full > max && h.opts.OnOverflow != "clip":
+		return tk, fmt.Sprintf("over max_length (%d)", max), nil
+	case !clip(tk, max) && full > max:
+		return tk, fmt.Sprintf("context fills max_length (%d)", max), nil
+	case tk.supervised == 0:
+		return tk, "no supervised tokens", nil
+	}
+	return tk, "", nil
 }
 
 // Order deals rows to shards in a seeded order, so each shard is a fair

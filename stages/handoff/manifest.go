@@ -79,11 +79,14 @@ func (d *DatasetCount) addLength(n int) {
 	d.Lengths[i].Rows++
 }
 
-func (d *DatasetCount) drop(reason string) {
-	if d.Dropped == nil {
-		d.Dropped = map[string]int{}
+func (d *DatasetCount) drop(reason string) { d.Dropped = addCount(d.Dropped, reason, 1) }
+
+func addCount(m map[string]int, key string, n int) map[string]int {
+	if m == nil {
+		m = map[string]int{}
 	}
-	d.Dropped[reason]++
+	m[key] += n
+	return m
 }
 
 type genInfo struct {

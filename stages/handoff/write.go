@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -77,6 +76,12 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 		return nil, err
 	}
 	v := &version{manifest: h.newManifest()}
+	for _, d := range h.runDrops {
+		ds := v.manifest.dataset(d.dataset)
+		ds.Records++
+		ds.Turns += d.turns
+		ds.Dropped = addCount(ds.Dropped, d.reason, d.turns)
+	}
 	n := h.opts.Shards
 	for i := range n {
 		name := fmt.Sprintf("shard-%05d-of-%05d.jsonl", i, n)
@@ -201,11 +206,18 @@ func (h *Handoff) rows(rec *conv.Record, m *Manifest) ([]row, error) {
 	var out []row
 	for _, t := range answers(rec) {
 		ds.Turns++
-		if reason := h.screen(rec, t); reason != "" {
+		tk, reason, err := h.judge(rec, t)
+		if err != nil {
+			return nil, err
+		}
+		if tk != nil {
+			m.count(tk)
+		}
+		if reason != "" {
 			ds.drop(reason)
 			continue
 		}
-		r, reason, err := h.row(rec, t, m)
+		r, reason, err := h.row(rec, t, tk)
 		if err != nil {
 			return nil, err
 		}
@@ -226,29 +238,9 @@ func (h *Handoff) rows(rec *conv.Record, m *Manifest) ([]row, error) {
 // regeneration names its rows (conversation id, _gen, index).
 func rowID(rec *conv.Record, t answer) string { return fmt.Sprintf("%s_gen%d", rec.Key, t.index) }
 
-// row builds one turn's line; a reason says why it was dropped instead.
-func (h *Handoff) row(rec *conv.Record, t answer, m *Manifest) (row, string, error) {
-	var tk *tokens
-	if h.tmpl != nil {
-		var err error
-		tk, err = encode(h.tmpl, rec.Tools, t)
-		if errors.Is(err, errUnaligned) {
-			return row{}, "template not prefix-stable at this turn", nil
-		}
-		if err != nil {
-			return row{}, "", err
-		}
-		m.count(tk)
-		if h.opts.MaxLength > 0 && len(tk.ids) > h.opts.MaxLength && h.opts.OnOverflow != "clip" {
-			return row{}, fmt.Sprintf("over max_length (%d)", h.opts.MaxLength), nil
-		}
-		if !clip(tk, h.opts.MaxLength) {
-			if len(tk.ids) == h.opts.MaxLength {
-				return row{}, fmt.Sprintf("context fills max_length (%d)", h.opts.MaxLength), nil
-			}
-			return row{}, "no supervised tokens", nil
-		}
-	}
+// row builds one turn's line from its ids (nil without a tokenizer); a
+// reason says why the format cannot hold it.
+func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, string, error) {
 	var v any
 	switch h.opts.Format {
 	case FormatSpeculators:
