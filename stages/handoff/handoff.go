@@ -196,7 +196,7 @@ type Handoff struct {
 	// never sees but the manifest accounts for.
 	runDrops []drop
 	genOnce  sync.Once
-	gen                 genInfo
+	gen      genInfo
 }
 
 var (

@@ -35,10 +35,10 @@ type Manifest struct {
 	// ServerIDsDisagree counts rows whose server output ids do not decode
 	// to the answer's text with this tokenizer: another tokenizer than
 	// the target's (or a simulated server's ids).
-	ServerIDsDisagree int `json:"server_ids_disagree,omitempty"`
-	Tokenizer   *Identity      `json:"tokenizer,omitempty"`
-	Generation  genInfo        `json:"generation"`
-	HiddenState *hiddenEst     `json:"hidden_states,omitempty"`
+	ServerIDsDisagree int        `json:"server_ids_disagree,omitempty"`
+	Tokenizer         *Identity  `json:"tokenizer,omitempty"`
+	Generation        genInfo    `json:"generation"`
+	HiddenState       *hiddenEst `json:"hidden_states,omitempty"`
 }
 
 // Identity names the tokenizer and chat template the ids were made with.
