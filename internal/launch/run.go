@@ -98,7 +98,7 @@ func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.
 		return nil, err
 	}
 	rec := &state.Launch{Instance: j.Instance, Shard: sh.Index, Version: sh.Version, ArgvHash: j.hash(argv),
-		StartedAt: time.Now(), ExitCode: -1, Log: logPath}
+		StartedAt: time.Now().Round(0), ExitCode: -1, Log: logPath}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s shard %d: %w", j.Instance, sh.Index, err)
@@ -122,7 +122,7 @@ func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.
 		rec.Error = j.wait(ctx, cmd)
 		rec.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	rec.FinishedAt, rec.Duration = time.Now(), time.Since(start)
+	rec.FinishedAt, rec.Duration = time.Now().Round(0), time.Since(start)
 	if rec.Error == "" && j.Options.Outputs != "" {
 		if rec.Outputs, err = j.outputs(sh); err != nil {
 			rec.Error = err.Error()
@@ -130,11 +130,11 @@ func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.
 			rec.Error = "exited 0 but nothing matches outputs " + j.Options.Outputs
 		}
 	}
-	fmt.Fprintf(logf, "=== eaglet %s: shard %d ended after %s: %s\n", j.Instance, sh.Index, rec.Duration.Round(time.Millisecond), outcome(rec))
+	fmt.Fprintf(logf, "=== eaglet %s: shard %d ended after %s: %s\n", j.Instance, sh.Index, round(rec.Duration), outcome(rec))
 	if err := store.PutLaunch(rec); err != nil {
 		return rec, err
 	}
-	j.log("shard %d: %s after %s", sh.Index, outcome(rec), rec.Duration.Round(time.Second))
+	j.log("shard %d: %s after %s", sh.Index, outcome(rec), round(rec.Duration))
 	if rec.Error != "" {
 		return rec, fmt.Errorf("shard %d: %s (log %s)", sh.Index, rec.Error, logPath)
 	}
@@ -191,6 +191,14 @@ func (j *Job) exitReason(err error) string {
 		return j.redact(err.Error())
 	}
 	return ee.Error()
+}
+
+// round shortens a duration for a log line.
+func round(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 func outcome(rec *state.Launch) string {
