@@ -74,7 +74,8 @@ func (o *Options) Check(st *specs.Stage, path ...string) error {
 	case strings.TrimSpace(o.Argv[0]) == "":
 		bad(at("argv", "0"), "%sargv[0] is empty; it is the program to run", name)
 	case strings.ContainsAny(o.Argv[0], " \t") && len(o.Argv) == 1:
-		bad(at("argv", "0"), "%sargv %q is one item with spaces, but no shell splits it: write each argument as its own list item", name, o.Argv[0])
+		// at argv itself: a lone string decodes as a one-item list.
+		bad(at("argv"), "%sargv %q is one item with spaces, but no shell splits it: write each argument as its own list item", name, o.Argv[0])
 	}
 	perShard := false
 	for i, a := range o.Argv {
