@@ -71,14 +71,18 @@ type Status struct {
 // Plan says which shards a Run would launch and why, without launching:
 // those never launched, changed (a new version or command), whose last
 // launch failed or was cut short by a killed eaglet, or whose outputs are
-// gone. It reads store, which may be a snapshot.
+// gone. It reads store, which may be a snapshot, or nil when there is no
+// store yet.
 func Plan(store *state.Store, job *Job) ([]Status, error) {
 	if err := job.validate(); err != nil {
 		return nil, err
 	}
-	stored, err := store.Launches(job.Instance)
-	if err != nil {
-		return nil, err
+	var stored []state.Launch
+	if store != nil {
+		var err error
+		if stored, err = store.Launches(job.Instance); err != nil {
+			return nil, err
+		}
 	}
 	type key struct {
 		shard   int
@@ -94,8 +98,8 @@ func Plan(store *state.Store, job *Job) ([]Status, error) {
 	out := make([]Status, len(job.Shards))
 	for i, sh := range job.Shards {
 		st := Status{Shard: sh, Record: byVersion[key{sh.Index, sh.Version}]}
-		st.Reason, err = job.reason(sh, st.Record, versions[sh.Index])
-		if err != nil {
+		var err error
+		if st.Reason, err = job.reason(sh, st.Record, versions[sh.Index]); err != nil {
 			return nil, err
 		}
 		st.Launch = st.Reason != ""

@@ -51,11 +51,7 @@ func Run(ctx context.Context, store *state.Store, job *Job) ([]Status, error) {
 		if !st.Launch {
 			continue
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		if !acquire(ctx, slots) {
 			st.Launch, st.Reason = false, "not launched: interrupted ("+st.Reason+")"
 			continue
 		}
@@ -79,6 +75,20 @@ func Run(ctx context.Context, store *state.Store, job *Job) ([]Status, error) {
 		errs.ErrorFormat = listErrors
 	}
 	return statuses, errs.ErrorOrNil()
+}
+
+// acquire takes a slot, or none and false once ctx is done.
+func acquire(ctx context.Context, slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		if ctx.Err() == nil {
+			return true
+		}
+		<-slots
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // launch runs one shard's command to its end and records it. The record is
@@ -115,7 +125,7 @@ func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	start := time.Now()
-	j.log("shard %d: launched (log %s)", sh.Index, logPath)
+	j.log("shard %d (%d tokens): launched, log %s", sh.Index, sh.Tokens, logPath)
 	if err := cmd.Start(); err != nil {
 		rec.Error = j.redact(err.Error())
 	} else {

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -215,9 +216,15 @@ func TestRun_ParentKilled(t *testing.T) {
 	if err := os.WriteFile(jobFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	driver := exec.Command(must(os.Executable()), "-test.run=^TestDriverProcess$", "-test.v")
+	driver := exec.Command(must(os.Executable()), "-test.run=^TestDriverProcess$")
 	driver.Env = append(os.Environ(), driverEnv+"="+jobFile)
-	driver.Stdout, driver.Stderr = os.Stderr, os.Stderr
+	var out bytes.Buffer
+	driver.Stdout, driver.Stderr = &out, &out
+	defer func() {
+		if t.Failed() {
+			t.Logf("the driver's output:\n%s", out.Bytes())
+		}
+	}()
 	if err := driver.Start(); err != nil {
 		t.Fatal(err)
 	}
