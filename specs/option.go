@@ -1,9 +1,13 @@
 package specs
 
-import "gopkg.in/yaml.v3"
+import (
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
 
 // OptionPos returns where the option at path (a key of the stage's `with:`,
-// then keys of nested mappings) has its value, so that a stage's check can
+// then keys of nested mappings or indexes of lists, "0" for the first) has its value, so that a stage's check can
 // point at the value it rejects rather than at the stage. It is the stage's
 // own position when the option is not written (a default was used).
 func (st *Stage) OptionPos(path ...string) Pos {
@@ -29,6 +33,16 @@ func (st *Stage) KeyPos(key string) Pos {
 func (st *Stage) option(path []string) (key, val *yaml.Node) {
 	val = st.With
 	for _, name := range path {
+		if i, err := strconv.Atoi(name); err == nil && val != nil && val.Kind == yaml.SequenceNode {
+			if i < 0 || i >= len(val.Content) {
+				return nil, nil
+			}
+			key, val = nil, val.Content[i]
+			if val.Kind == yaml.AliasNode {
+				val = val.Alias
+			}
+			continue
+		}
 		if key, val = mapEntry(val, name); val == nil {
 			return nil, nil
 		}

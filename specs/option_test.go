@@ -17,6 +17,8 @@ stages:
       order: shortest_first
       budget: *budget
       weights: {a: 1}
+      run:
+        argv: [torchrun, "{shard}"]
 `
 
 func TestStage_OptionPos(t *testing.T) {
@@ -34,6 +36,8 @@ func TestStage_OptionPos(t *testing.T) {
 		{"value of a mapping entry", st.OptionPos("weights", "a"), "spec.yaml:11:20"},
 		{"unset option falls back to the stage", st.OptionPos("turns"), "spec.yaml:5:5"},
 		{"path through a scalar falls back to the stage", st.OptionPos("order", "x"), "spec.yaml:5:5"},
+		{"item of a list", st.OptionPos("run", "argv", "1"), "spec.yaml:13:26"},
+		{"item past the end of a list falls back to the stage", st.OptionPos("run", "argv", "2"), "spec.yaml:5:5"},
 		{"value of a stage key", st.KeyPos("foreach"), "spec.yaml:7:14"},
 		{"unset stage key falls back to the stage", st.KeyPos("needs"), "spec.yaml:5:5"},
 	}

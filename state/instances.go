@@ -134,7 +134,8 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// Reset forgets instances and every record they stored.
+// Reset forgets instances, every record they stored and every command
+// they launched, so the next run launches them again.
 func (s *Store) Reset(ids []string) error {
 	tx, err := s.w.Begin()
 	if err != nil {
@@ -146,6 +147,9 @@ func (s *Store) Reset(ids []string) error {
 			return fmt.Errorf("reset %s: %w", id, err)
 		}
 		if _, err := tx.Exec(`DELETE FROM instances WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("reset %s: %w", id, err)
+		}
+		if _, err := tx.Exec(`DELETE FROM launches WHERE instance = ?`, id); err != nil {
 			return fmt.Errorf("reset %s: %w", id, err)
 		}
 	}

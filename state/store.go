@@ -105,6 +105,25 @@ var migrations = []string{
 		created  INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (fp, in_chash)
 	);`,
+	// Launches of a command per shard (a handoff's hidden-state
+	// extraction). A row per shard and version, so a changed shard is
+	// launched anew while the launch of its old version, and the outputs
+	// it names, stay on record. finished_at = 0 with started_at set is a
+	// launch whose eaglet was killed: the next run launches it again.
+	`CREATE TABLE launches (
+		instance    TEXT NOT NULL,
+		shard       INTEGER NOT NULL,
+		version     TEXT NOT NULL,
+		argv_hash   TEXT NOT NULL DEFAULT '',
+		started_at  INTEGER NOT NULL DEFAULT 0,
+		finished_at INTEGER NOT NULL DEFAULT 0,
+		exit_code   INTEGER NOT NULL DEFAULT 0,
+		duration    REAL NOT NULL DEFAULT 0,
+		log         TEXT NOT NULL DEFAULT '',
+		outputs     TEXT NOT NULL DEFAULT '[]',
+		error       TEXT NOT NULL DEFAULT '',
+		PRIMARY KEY (instance, shard, version)
+	);`,
 }
 
 // SchemaVersion is the schema this binary writes.

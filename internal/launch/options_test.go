@@ -1,0 +1,124 @@
+package launch
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/eaglet-dev/eaglet/specs"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestExpand(t *testing.T) {
+	vals := map[string]string{"shard": "/d/shard-3.jsonl", "index": "3", "count": "8", "out": "/o", "manifest": "/o/manifest.json", "version": "ab12"}
+	tests := []struct {
+		name, in, want, err string
+	}{
+		{"whole item", "{shard}", "/d/shard-3.jsonl", ""},
+		{"inside an item", "--rank={index}/{count}", "--rank=3/8", ""},
+		{"several", "{out}/hs/{version}/{index}", "/o/hs/ab12/3", ""},
+		{"none", "--nproc_per_node", "--nproc_per_node", ""},
+		{"JSON passes through", `{"pip": ["torch"], "env_vars": {"A": "{index}"}}`, `{"pip": ["torch"], "env_vars": {"A": "3"}}`, ""},
+		{"Go template passes through", "--template={{.status.succeeded}}", "--template={{.status.succeeded}}", ""},
+		{"jsonpath passes through", "-o=jsonpath={.items[0].metadata.name}", "-o=jsonpath={.items[0].metadata.name}", ""},
+		{"doubled braces are a literal placeholder", "{{index}}-{index}", "{index}-3", ""},
+		{"a brace with a space", "{ index }", "{ index }", ""},
+		{"an unclosed brace", "{index", "{index", ""},
+		{"empty", "", "", ""},
+		{"unknown", "--rank={rank}", "", `unknown placeholder {rank}; placeholders: {shard} {index} {count} {out} {manifest} {version} (write {{rank}} for a literal {rank})`},
+		{"misspelt", "{shrad}", "", `unknown placeholder {shrad} (did you mean "shard"?)`},
+		{"case matters", "{Index}", "", `unknown placeholder {Index} (did you mean "index"?)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := expand(tt.in, vals)
+			switch {
+			case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
+				t.Errorf("expand(%q) error %v; want %q", tt.in, err, tt.err)
+			case tt.err == "" && (err != nil || got != tt.want):
+				t.Errorf("expand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// checkSpec decodes and checks the run options of every stage of a spec.
+func checkSpec(t *testing.T, name string, src []byte) []error {
+	t.Helper()
+	spec, err := specs.Parse(name, src, func(string) (string, bool) { return "", false })
+	if spec == nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	for _, st := range spec.Stages {
+		var with struct {
+			Run Options `yaml:"run"`
+		}
+		if err := spec.Decode(st.With, &with); err != nil {
+			t.Fatalf("stage %s: %v", st.Name, err)
+		}
+		err := with.Run.Check(st, "run")
+		var me *multierror.Error
+		if errors.As(err, &me) {
+			for _, e := range me.Errors {
+				errs = append(errs, spec.WithSnippet(e))
+			}
+		} else if err != nil {
+			t.Fatalf("stage %s: Check returned %T, not a list of spec errors", st.Name, err)
+		}
+	}
+	return errs
+}
+
+// TestOptions_Check_Golden checks a spec full of mistakes: every problem
+// is reported at once, at the value it is about.
+func TestOptions_Check_Golden(t *testing.T) {
+	src, err := os.ReadFile("testdata/bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := checkSpec(t, "bad.yaml", src)
+	for _, e := range errs {
+		var se *specs.Error
+		if !errors.As(e, &se) || se.Pos.Line == 0 {
+			t.Errorf("not a positioned spec error: %v", e)
+		}
+	}
+	got := specs.FormatErrors(errs) + "\n"
+	golden := filepath.Join("testdata", "bad.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("errors differ from %s (go test -run %s -update to accept):\n%s", golden, t.Name(), got)
+	}
+}
+
+func TestOptions_Check_Valid(t *testing.T) {
+	tests := []struct{ name, run string }{
+		{"torchrun", `{argv: [torchrun, --nproc_per_node, "8", scripts/prepare_hidden_states.py, --data-path, "{shard}", --output-path, "{out}/hs/{version}"], outputs: "{out}/hs/{version}/*.ckpt"}`},
+		{"rank flags", `{argv: [python, data_generation_offline.py, --world-size, "{count}", --rank, "{index}"], concurrency: 4, on_interrupt: wait}`},
+		{"shard only in env", `{argv: [./extract.sh], env: {SHARD: "{shard}"}, grace: 2m}`},
+		{"literal braces", `{argv: [kubectl, wait, "job/x-{index}", "-o=jsonpath={.status}", "{{out}}"], on_interrupt: stop}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "version: 1\nname: ok\nstages:\n  - name: h\n    uses: handoff\n    with:\n      run: " + tt.run + "\n"
+			if errs := checkSpec(t, "ok.yaml", []byte(src)); len(errs) > 0 {
+				t.Errorf("valid options rejected:\n%s", specs.FormatErrors(errs))
+			}
+		})
+	}
+}

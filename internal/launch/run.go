@@ -1,0 +1,234 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// Run launches the command of every shard Plan says is due, at most
+// Options.Concurrency at once, and checkpoints each launch in store when
+// it starts and when it ends. It returns every shard's status in order,
+// and an error listing the shards whose command failed (with their log
+// files) so the caller's stage fails and the next run retries them.
+//
+// When ctx is cancelled (Ctrl-C) no further shard is launched; running
+// commands are waited for (on_interrupt: wait) or sent SIGTERM, then
+// SIGKILL after the grace period (stop, the default), and the error wraps
+// ctx.Err(). A stopped shard is launched again by the next run.
+func Run(ctx context.Context, store *state.Store, job *Job) ([]Status, error) {
+	statuses, err := Plan(store, job)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(job.LogDir, 0o755); err != nil {
+		return statuses, fmt.Errorf("launch %s: %w", job.Instance, err)
+	}
+	var (
+		mu    sync.Mutex
+		errs  *multierror.Error
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, job.Options.concurrency())
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = multierror.Append(errs, err)
+		mu.Unlock()
+	}
+	for i := range statuses {
+		st := &statuses[i]
+		if !st.Launch {
+			continue
+		}
+		if !acquire(ctx, slots) {
+			st.Launch, st.Reason = false, "not launched: interrupted ("+st.Reason+")"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			rec, err := job.launch(ctx, store, st.Shard)
+			if rec != nil {
+				st.Record = rec
+			}
+			if err != nil {
+				fail(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		errs = multierror.Append(errs, fmt.Errorf("launch %s: %w", job.Instance, ctx.Err()))
+	}
+	if errs != nil {
+		errs.ErrorFormat = listErrors
+	}
+	return statuses, errs.ErrorOrNil()
+}
+
+// acquire takes a slot, or none and false once ctx is done.
+func acquire(ctx context.Context, slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		if ctx.Err() == nil {
+			return true
+		}
+		<-slots
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// launch runs one shard's command to its end and records it. The record is
+// stored as started before the process exists, so a kill at any point
+// leaves either no process or a launch the next run repeats.
+func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.Launch, error) {
+	argv, err := j.argv(sh)
+	if err != nil {
+		return nil, err
+	}
+	env, err := j.env(sh)
+	if err != nil {
+		return nil, err
+	}
+	logPath, err := filepath.Abs(filepath.Join(j.LogDir, fmt.Sprintf("shard-%05d.log", sh.Index)))
+	if err != nil {
+		return nil, err
+	}
+	rec := &state.Launch{Instance: j.Instance, Shard: sh.Index, Version: sh.Version, ArgvHash: j.hash(argv),
+		StartedAt: time.Now().Round(0), ExitCode: -1, Log: logPath}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s shard %d: %w", j.Instance, sh.Index, err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "=== eaglet %s: shard %d (version %s) launched %s: %s\n", j.Instance, sh.Index, short(sh.Version),
+		rec.StartedAt.Format(time.RFC3339), j.redact(strings.Join(argv, " ")))
+	if err := store.PutLaunch(rec); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = j.Dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	start := time.Now()
+	j.log("shard %d (%d tokens): launched, log %s", sh.Index, sh.Tokens, logPath)
+	if err := cmd.Start(); err != nil {
+		rec.Error = j.redact(err.Error())
+	} else {
+		rec.Error = j.wait(ctx, cmd)
+		rec.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	rec.FinishedAt, rec.Duration = time.Now().Round(0), time.Since(start)
+	if rec.Error == "" && j.Options.Outputs != "" {
+		if rec.Outputs, err = j.outputs(sh); err != nil {
+			rec.Error = err.Error()
+		} else if len(rec.Outputs) == 0 {
+			rec.Error = "exited 0 but nothing matches outputs " + j.Options.Outputs
+		}
+	}
+	fmt.Fprintf(logf, "=== eaglet %s: shard %d ended after %s: %s\n", j.Instance, sh.Index, round(rec.Duration), outcome(rec))
+	if err := store.PutLaunch(rec); err != nil {
+		return rec, err
+	}
+	j.log("shard %d: %s after %s", sh.Index, outcome(rec), round(rec.Duration))
+	if rec.Error != "" {
+		return rec, fmt.Errorf("shard %d: %s (log %s)", sh.Index, rec.Error, logPath)
+	}
+	return rec, nil
+}
+
+// wait waits for a started command and returns why it failed ("" for
+// success). On ctx's end it lets the command finish (wait) or stops its
+// process group: SIGTERM, then SIGKILL after the grace period, and SIGKILL
+// once the command has exited too, for what it left running in its group.
+func (j *Job) wait(ctx context.Context, cmd *exec.Cmd) string {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done: // it ended as Ctrl-C came: its own end counts
+			return j.exitReason(err)
+		default:
+		}
+		if j.Options.OnInterrupt == Wait {
+			err = <-done
+			break
+		}
+		pgid := cmd.Process.Pid
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		timer := time.NewTimer(j.Options.grace())
+		select {
+		case err = <-done:
+			timer.Stop()
+		case <-timer.C:
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			err = <-done
+		}
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		if err == nil {
+			// Even a clean exit on SIGTERM may have left the work undone.
+			return "stopped by interrupt"
+		}
+		return "stopped by interrupt: " + err.Error()
+	}
+	return j.exitReason(err)
+}
+
+// exitReason says why a command that ended failed, "" when it succeeded.
+func (j *Job) exitReason(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return j.redact(err.Error())
+	}
+	return ee.Error()
+}
+
+// round shortens a duration for a log line.
+func round(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+func outcome(rec *state.Launch) string {
+	switch {
+	case rec.OK() && len(rec.Outputs) > 0:
+		return fmt.Sprintf("done, %d outputs", len(rec.Outputs))
+	case rec.OK():
+		return "done"
+	}
+	return "failed: " + rec.Error
+}
+
+// listErrors renders the failed shards one to a line.
+func listErrors(errs []error) string {
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = e.Error()
+	}
+	if len(errs) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%d problems:\n  %s", len(errs), strings.Join(lines, "\n  "))
+}

@@ -1,0 +1,269 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRun_AllShardsWithinConcurrency(t *testing.T) {
+	f := newFixture(t, 5, map[string]string{"FAKE_SLEEP": "*=300ms"})
+	f.job.Options.Concurrency = 2
+	statuses, err := Run(context.Background(), f.store, f.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 1, 1, 1, 1}) {
+		t.Errorf("launches per shard = %v; want one each", got)
+	}
+	if got := maxOverlap(readTimes(t, filepath.Join(f.dir, "out", "times"))); got != 2 {
+		t.Errorf("at most %d commands ran at once; want 2, the concurrency", got)
+	}
+	stored, err := f.store.Launches("handoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 5 {
+		t.Fatalf("stored %d launches; want 5", len(stored))
+	}
+	for i, st := range statuses {
+		rec := st.Record
+		if !st.Launch || rec == nil || !rec.OK() {
+			t.Fatalf("shard %d: %+v; want launched and done", i, st)
+		}
+		want := filepath.Join(f.dir, "out", "hs_"+st.Shard.Version[len("v1-"):]+"_"+st.Shard.Version+".txt")
+		if !reflect.DeepEqual(rec.Outputs, []string{want}) {
+			t.Errorf("shard %d outputs %v; want [%s]", i, rec.Outputs, want)
+		}
+		if rec.Duration < 300*time.Millisecond || rec.FinishedAt.Before(rec.StartedAt) {
+			t.Errorf("shard %d: duration %s from %s to %s", i, rec.Duration, rec.StartedAt, rec.FinishedAt)
+		}
+		if !reflect.DeepEqual(stored[i], *rec) {
+			t.Errorf("shard %d stored as %+v; Run returned %+v", i, stored[i], *rec)
+		}
+		log, err := os.ReadFile(rec.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := st.Shard.Path; !strings.Contains(string(log), want) || !strings.Contains(string(log), "done, 1 outputs") {
+			t.Errorf("shard %d log lacks the command's output %q or its end:\n%s", i, want, log)
+		}
+	}
+	if due := f.due(t); len(due) != 0 {
+		t.Errorf("after a full run, Plan would launch %v", due)
+	}
+}
+
+func TestRun_RerunLaunchesOnlyWhatDidNotSucceed(t *testing.T) {
+	f := newFixture(t, 4, map[string]string{"FAKE_FAIL": "1", "FAKE_NOOUT": "3"})
+	statuses, err := Run(context.Background(), f.store, f.job)
+	if err == nil {
+		t.Fatal("Run with failing shards returned no error")
+	}
+	for _, want := range []string{"shard 1: exit status 3 (log ", "shard 3: exited 0 but nothing matches outputs out/hs_{index}_{version}.txt"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if rec := statuses[1].Record; rec.ExitCode != 3 || rec.OK() {
+		t.Errorf("failed shard recorded as %+v", rec)
+	}
+	plan, err := Plan(f.store, f.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[int]string{}
+	for _, st := range plan {
+		reasons[st.Shard.Index] = st.Reason
+	}
+	want := map[int]string{0: "", 1: "last launch failed: exit status 3", 2: "",
+		3: "last launch failed: exited 0 but nothing matches outputs out/hs_{index}_{version}.txt"}
+	if !reflect.DeepEqual(reasons, want) {
+		t.Errorf("Plan reasons %v; want %v", reasons, want)
+	}
+	delete(f.job.Options.Env, "FAKE_FAIL")
+	delete(f.job.Options.Env, "FAKE_NOOUT")
+	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 2, 1, 2}) {
+		t.Errorf("launches per shard after the rerun = %v; want [1 2 1 2]", got)
+	}
+
+	// What else makes a finished shard due again.
+	if err := os.Remove(filepath.Join(f.dir, "out", "hs_2_v1-2.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if plan, _ := Plan(f.store, f.job); plan[2].Reason != "outputs gone: nothing matches out/hs_{index}_{version}.txt" || plan[0].Launch {
+		t.Errorf("after deleting shard 2's output, Plan says %+v", plan)
+	}
+	f.job.Options.Argv = append(f.job.Options.Argv, "-count", "9")
+	for _, st := range must(Plan(f.store, f.job)) {
+		if st.Shard.Index != 2 && st.Reason != "command changed" {
+			t.Errorf("after a command change, shard %d: %q", st.Shard.Index, st.Reason)
+		}
+	}
+}
+
+func TestRun_ChangedVersionRelaunchesThatShardOnly(t *testing.T) {
+	f := newFixture(t, 3, nil)
+	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+		t.Fatal(err)
+	}
+	f.job.Shards[1] = f.writeShard(t, 1, "v2")
+	plan := must(Plan(f.store, f.job))
+	if plan[1].Reason != "version changed (v1-1 -> v2-1)" || plan[0].Launch || plan[2].Launch {
+		t.Fatalf("Plan after a version change: %+v", plan)
+	}
+	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 2, 1}) {
+		t.Errorf("launches per shard = %v; want [1 2 1]", got)
+	}
+	for _, name := range []string{"hs_1_v1-1.txt", "hs_1_v2-1.txt"} {
+		if _, err := os.Stat(filepath.Join(f.dir, "out", name)); err != nil {
+			t.Errorf("output of a version: %v", err)
+		}
+	}
+	stored := must(f.store.Launches("handoff"))
+	var versions []string
+	for _, l := range stored {
+		if l.Shard == 1 {
+			versions = append(versions, l.Version)
+		}
+	}
+	if !reflect.DeepEqual(versions, []string{"v1-1", "v2-1"}) {
+		t.Errorf("shard 1's stored launches: %v; want both versions", versions)
+	}
+}
+
+func TestRun_Interrupted(t *testing.T) {
+	tests := []struct {
+		policy string
+		// ok are the shards that end done; the others of the two running
+		// are stopped with the reason given.
+		ok      []bool
+		stopped []string
+		due     []int
+	}{
+		{Wait, []bool{true, true}, []string{"", ""}, []int{2, 3}},
+		{Stop, []bool{false, false}, []string{"stopped by interrupt: exit status 143", "stopped by interrupt: signal: killed"}, []int{0, 1, 2, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.policy, func(t *testing.T) {
+			// Shard 1 ignores SIGTERM, so stopping it takes the SIGKILL.
+			f := newFixture(t, 4, map[string]string{"FAKE_SLEEP": "*=1s", "FAKE_IGNORE_TERM": "1"})
+			f.job.Options.Concurrency, f.job.Options.OnInterrupt, f.job.Options.Grace = 2, tt.policy, "300ms"
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				f.waitStarted(t, 0, 1)
+				cancel()
+			}()
+			statuses, err := Run(ctx, f.store, f.job)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run after Ctrl-C: %v; want context.Canceled", err)
+			}
+			for i := range 2 {
+				rec := statuses[i].Record
+				if rec == nil || rec.OK() != tt.ok[i] || rec.Error != tt.stopped[i] {
+					t.Errorf("shard %d recorded as %+v; want ok %v, error %q", i, rec, tt.ok[i], tt.stopped[i])
+				}
+			}
+			for _, st := range statuses[2:] {
+				if st.Launch || !strings.HasPrefix(st.Reason, "not launched: interrupted") {
+					t.Errorf("shard %d after Ctrl-C: %+v", st.Shard.Index, st)
+				}
+			}
+			if got := f.calls(t); got[2]+got[3] != 0 {
+				t.Errorf("launches after Ctrl-C: %v", got)
+			}
+			if pids := alive(t, f.marker); len(pids) != 0 {
+				t.Errorf("commands still running after Run returned: %v", pids)
+			}
+			if due := f.due(t); !reflect.DeepEqual(due, tt.due) {
+				t.Errorf("next run would launch %v; want %v", due, tt.due)
+			}
+		})
+	}
+}
+
+// TestRun_ParentKilled kills an eaglet stand-in with SIGKILL while two
+// shards' commands run: none may survive it, and the next run launches
+// only those two.
+func TestRun_ParentKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a process")
+	}
+	f := newFixture(t, 4, map[string]string{"FAKE_SLEEP": "2=60s,3=60s"})
+	f.job.Options.Concurrency = 2
+	jobFile := filepath.Join(f.dir, "job.json")
+	b, err := json.Marshal(driverJob{Store: filepath.Join(f.dir, "state.db"), Instance: f.job.Instance, Options: f.job.Options,
+		Shards: f.job.Shards, Out: f.job.Out, LogDir: f.job.LogDir, Dir: f.job.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jobFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	driver := exec.Command(must(os.Executable()), "-test.run=^TestDriverProcess$")
+	driver.Env = append(os.Environ(), driverEnv+"="+jobFile)
+	var out bytes.Buffer
+	driver.Stdout, driver.Stderr = &out, &out
+	defer func() {
+		if t.Failed() {
+			t.Logf("the driver's output:\n%s", out.Bytes())
+		}
+	}()
+	if err := driver.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.waitStarted(t, 2, 3)
+	if pids := alive(t, f.marker); len(pids) != 2 {
+		t.Errorf("running commands before the kill: %v; want shards 2 and 3", pids)
+	}
+	if err := driver.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	driver.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(alive(t, f.marker)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pids := alive(t, f.marker); len(pids) != 0 {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("commands outlived their killed parent: %v", pids)
+	}
+	plan := must(Plan(f.store, f.job))
+	for _, st := range plan[2:] {
+		if !strings.Contains(st.Reason, "but eaglet stopped before it ended") {
+			t.Errorf("shard %d after the kill: %q", st.Shard.Index, st.Reason)
+		}
+	}
+	f.job.Options.Env["FAKE_SLEEP"] = ""
+	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 1, 2, 2}) {
+		t.Errorf("launches per shard = %v; want [1 1 2 2]: only the killed ones again", got)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
