@@ -56,6 +56,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	}
 	if store != nil {
 		inst.Usage = func(ids []string) (stages.Usage, error) { return usage(store, ids) }
+		inst.Store = store
 	}
 	st, err := n.Stage.Kind.New(inst)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // Kind describes a registered stage kind.
@@ -59,6 +60,10 @@ type Instance struct {
 	// used so far (for budgets that carry over between runs); nil when
 	// nothing has run.
 	Usage func(ids []string) (Usage, error)
+	// Store is the run's state store, for a kind that checkpoints work of
+	// its own beside its records (handoff's launches); nil when nothing
+	// has run.
+	Store *state.Store
 }
 
 // Usage is what stored outcomes have consumed.

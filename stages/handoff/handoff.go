@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/launch"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
@@ -72,6 +73,9 @@ type Options struct {
 	Date               string         `yaml:"date"`
 	// HiddenStates sizes what extraction will write, for plan.
 	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-"`
+	// Run launches hidden-state extraction per shard once a version is
+	// written (see internal/launch).
+	Run *launch.Options `yaml:"run"`
 	// Overwrite lets the handoff write into an out directory eaglet did
 	// not make (it never deletes anything there).
 	Overwrite bool `yaml:"overwrite" fp:"-"`
@@ -158,6 +162,11 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	}
 	if h := opts.HiddenStates; h != nil && (h.HiddenSize < 0 || h.Layers < 0 || h.Bytes < 0 || h.TokensPerSecond < 0) {
 		bad(st.OptionPos("hidden_states"), "hidden_states sizes must be positive")
+	}
+	if opts.Run != nil {
+		if err := opts.Run.Check(st, "run"); err != nil {
+			errs = multierror.Append(errs, err)
+		}
 	}
 	inherit(spec, st, opts)
 	needsIDs := opts.Format == FormatSpeculators || opts.Format == FormatSpecForgeText
@@ -336,7 +345,46 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 	if n := m.ServerIDsDisagree; n > 0 {
 		h.inst.Log("warning: %d rows' output ids from the server do not decode to the answer's text with tokenizer %s: is it the target's?", n, h.opts.Tokenizer)
 	}
-	return nil
+	if h.opts.Run == nil {
+		return nil
+	}
+	return h.launch(ctx, v)
+}
+
+// launch starts extraction on every shard of v that has not been through
+// it, as internal/launch decides from its checkpoints. A first Ctrl-C
+// stops launching (running commands are then waited for or stopped as
+// on_interrupt says); a failed shard fails the stage, so the next run
+// launches it again.
+func (h *Handoff) launch(ctx context.Context, v *version) error {
+	if h.inst.Store == nil {
+		return fmt.Errorf("handoff %s: no state store to checkpoint launches in", h.inst.ID)
+	}
+	job := &launch.Job{Instance: h.inst.ID, Options: h.opts.Run, Out: v.dir, Manifest: filepath.Join(v.dir, "manifest.json"),
+		LogDir: filepath.Join(h.out, "logs"), Redact: h.spec.Redact, Log: h.inst.Log}
+	for i, s := range v.shards {
+		job.Shards = append(job.Shards, launch.Shard{Index: i, Path: filepath.Join(v.dir, filepath.FromSlash(s.Path)), Version: s.SHA256[:16], Tokens: s.Tokens})
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stages.StopChan(ctx):
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	statuses, err := launch.Run(lctx, h.inst.Store, job)
+	launched, current := 0, 0
+	for _, st := range statuses {
+		if st.Launch {
+			launched++
+		} else if st.Reason == "" {
+			current++
+		}
+	}
+	h.inst.Log("extraction: %d of %d shards launched, %d already done", launched, len(statuses), current)
+	return err
 }
 
 // Report names the manifest, so a deleted version is written again.
