@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -266,4 +268,41 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestRun_SecretsStayOut launches a command holding a secret in an
+// argument and in the environment: neither reaches the log or the store,
+// and a rotated secret relaunches nothing.
+func TestRun_SecretsStayOut(t *testing.T) {
+	f := newFixture(t, 2, map[string]string{"API_TOKEN": "tok-in-env-123"})
+	secret := "tok-in-argv-456"
+	f.job.Redact = func(s string) string {
+		return strings.NewReplacer(secret, "***", "tok-in-env-123", "***").Replace(s)
+	}
+	var logged strings.Builder
+	f.job.Log = func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
+	argv := f.job.Options.Argv
+	f.job.Options.Argv = append(slices.Clone(argv), "-token", secret)
+	statuses, err := Run(context.Background(), f.store, f.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := must(os.ReadFile(statuses[0].Record.Log))
+	if !strings.Contains(string(log), "-token ***") {
+		t.Errorf("log lacks the scrubbed command:\n%s", log)
+	}
+	db := must(os.ReadFile(filepath.Join(f.dir, "state.db")))
+	wal, _ := os.ReadFile(filepath.Join(f.dir, "state.db-wal"))
+	for _, s := range []string{"tok-in-argv-456", "tok-in-env-123"} {
+		for name, b := range map[string][]byte{"log file": log, "store": db, "store WAL": wal, "eaglet's log": []byte(logged.String())} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds the secret %s", name, s)
+			}
+		}
+	}
+	secret = "tok-rotated-789"
+	f.job.Options.Argv = append(slices.Clone(argv), "-token", secret)
+	if due := f.due(t); len(due) != 0 {
+		t.Errorf("a rotated secret makes shards %v due", due)
+	}
 }
