@@ -20,6 +20,11 @@ import (
 func TestRun_AllShardsWithinConcurrency(t *testing.T) {
 	f := newFixture(t, 5, map[string]string{"FAKE_SLEEP": "*=300ms"})
 	f.job.Options.Concurrency = 2
+	for _, st := range must(Plan(nil, f.job)) {
+		if !st.Launch || st.Reason != "never launched" {
+			t.Errorf("Plan without a store: shard %d: %+v", st.Shard.Index, st)
+		}
+	}
 	statuses, err := Run(context.Background(), f.store, f.job)
 	if err != nil {
 		t.Fatal(err)
