@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 func TestRun_AllShardsWithinConcurrency(t *testing.T) {
@@ -309,5 +311,39 @@ func TestRun_SecretsStayOut(t *testing.T) {
 	f.job.Options.Argv = append(slices.Clone(argv), "-token", secret)
 	if due := f.due(t); len(due) != 0 {
 		t.Errorf("a rotated secret makes shards %v due", due)
+	}
+}
+
+func TestPlan_BadJob(t *testing.T) {
+	argv := &Options{Argv: []string{"extract", "{shard}"}}
+	tests := []struct {
+		name string
+		job  Job
+		want string
+	}{
+		{"no command", Job{Instance: "h", Options: &Options{}, LogDir: "l"}, "launch h: no command"},
+		{"no log directory", Job{Instance: "h", Options: argv}, "launch h: no log directory"},
+		{"a shard twice", Job{Instance: "h", Options: argv, LogDir: "l", Shards: []Shard{{Index: 1, Version: "a"}, {Index: 1, Version: "b"}}},
+			"launch h: shard 1 appears twice"},
+		{"no version", Job{Instance: "h", Options: argv, LogDir: "l", Shards: []Shard{{Index: 0}}}, "launch h: shard 0 has no version"},
+		{"unknown placeholder", Job{Instance: "h", Options: &Options{Argv: []string{"x", "{rank}"}}, LogDir: "l",
+			Shards: []Shard{{Index: 0, Version: "a"}}}, "launch h: argv[1]: unknown placeholder {rank}"},
+	}
+	s, err := state.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A finished launch makes Plan expand the command, where a bad
+	// placeholder is found.
+	if err := s.PutLaunch(&state.Launch{Instance: "h", Version: "a", StartedAt: time.Now(), FinishedAt: time.Now(), ExitCode: 0}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Plan(s, &tt.job); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Plan: %v; want %q", err, tt.want)
+			}
+		})
 	}
 }
