@@ -1,7 +1,6 @@
 package state
 
 import (
-	"database/sql"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -65,29 +64,14 @@ func TestStore_PutLaunch_RoundTrip(t *testing.T) {
 // TestStore_Open_MigratesSchema5 opens a store of the schema before
 // launches and stores a launch in it.
 func TestStore_Open_MigratesSchema5(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.db")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, m := range migrations[:5] {
-		if _, err := db.Exec(m); err != nil {
-			t.Fatalf("migration %d: %v", i, err)
-		}
-	}
-	if _, err := db.Exec(`PRAGMA user_version = 5`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openAtSchema(t, 5, `INSERT INTO instances (id, stage, status) VALUES ('h', 'handoff', 'done')`)
 	if err := s.PutLaunch(&Launch{Instance: "h", Version: "v", StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Launches("h"); err != nil || len(got) != 1 {
 		t.Errorf("launches after migration: %v, %v", got, err)
+	}
+	if in, err := s.GetInstance("h"); err != nil || in == nil || in.Status != "done" {
+		t.Errorf("instance after migration: %+v, %v", in, err)
 	}
 }

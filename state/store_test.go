@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,26 +29,8 @@ func TestStore_Open_NewerSchema(t *testing.T) {
 // TestStore_Open_MigratesEarlierSchema opens a store written by an earlier
 // binary (schema 3, the clustered items table) and finds its records.
 func TestStore_Open_MigratesEarlierSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.db")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, m := range migrations[:3] {
-		if _, err := db.Exec(m); err != nil {
-			t.Fatalf("migration %d: %v", i, err)
-		}
-	}
-	if _, err := db.Exec(`PRAGMA user_version = 3;
-		INSERT INTO items (instance, key, status, data, ctok, ord) VALUES ('load[d]', 'k1', 0, '{"a":1}', 7, 0), ('merge', 'k2', 0, '{}', 0, 5)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openAtSchema(t, 3, `INSERT INTO items (instance, key, status, data, ctok, ord)
+		VALUES ('load[d]', 'k1', 0, '{"a":1}', 7, 0), ('merge', 'k2', 0, '{}', 0, 5)`)
 	var got []string
 	if err := s.EachOutput(context.Background(), []string{"load[d]"}, func(r Row) error {
 		got = append(got, r.Key+" "+string(r.Data))
@@ -68,6 +51,32 @@ func TestStore_Open_MigratesEarlierSchema(t *testing.T) {
 	}); err != nil || len(ordered) != 1 {
 		t.Errorf("ordered records after migration: %v, %v", ordered, err)
 	}
+}
+
+// openAtSchema writes a store as a binary of schema version did, runs
+// setup (SQL of that schema) on it, and opens it with this binary.
+func openAtSchema(t *testing.T, version int, setup string) *Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range migrations[:version] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatalf("migration %d: %v", i, err)
+		}
+	}
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d;\n%s", version, setup)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func TestStore_Lock_NamesHolder(t *testing.T) {

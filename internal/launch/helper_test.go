@@ -50,6 +50,7 @@ func fakeExtract(args []string) int {
 	out := fs.String("out", "", "output directory")
 	version := fs.String("version", "", "shard version")
 	fs.String("marker", "", "a token the tests find this process by in /proc")
+	fs.String("token", "", "a secret the tests keep out of logs and the store")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

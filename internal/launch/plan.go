@@ -141,8 +141,11 @@ func (j *Job) reason(sh Shard, last *state.Launch, others []string) (string, err
 }
 
 func (j *Job) validate() error {
-	if j.Options == nil || len(j.Options.Argv) == 0 {
+	switch {
+	case j.Options == nil || len(j.Options.Argv) == 0:
 		return fmt.Errorf("launch %s: no command", j.Instance)
+	case j.LogDir == "":
+		return fmt.Errorf("launch %s: no log directory", j.Instance)
 	}
 	seen := map[int]bool{}
 	for _, sh := range j.Shards {

@@ -36,16 +36,11 @@ func Run(ctx context.Context, store *state.Store, job *Job) ([]Status, error) {
 		return statuses, fmt.Errorf("launch %s: %w", job.Instance, err)
 	}
 	var (
-		mu    sync.Mutex
-		errs  *multierror.Error
 		wg    sync.WaitGroup
 		slots = make(chan struct{}, job.Options.concurrency())
+		// failed[i] is shard i's failure, so they are listed in shard order.
+		failed = make([]error, len(statuses))
 	)
-	fail := func(err error) {
-		mu.Lock()
-		errs = multierror.Append(errs, err)
-		mu.Unlock()
-	}
 	for i := range statuses {
 		st := &statuses[i]
 		if !st.Launch {
@@ -62,12 +57,16 @@ func Run(ctx context.Context, store *state.Store, job *Job) ([]Status, error) {
 			if rec != nil {
 				st.Record = rec
 			}
-			if err != nil {
-				fail(err)
-			}
+			failed[i] = err
 		}()
 	}
 	wg.Wait()
+	var errs *multierror.Error
+	for _, err := range failed {
+		if err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
 	if ctx.Err() != nil {
 		errs = multierror.Append(errs, fmt.Errorf("launch %s: %w", job.Instance, ctx.Err()))
 	}

@@ -5,19 +5,28 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 func TestRun_AllShardsWithinConcurrency(t *testing.T) {
 	f := newFixture(t, 5, map[string]string{"FAKE_SLEEP": "*=300ms"})
 	f.job.Options.Concurrency = 2
+	for _, st := range must(Plan(nil, f.job)) {
+		if !st.Launch || st.Reason != "never launched" {
+			t.Errorf("Plan without a store: shard %d: %+v", st.Shard.Index, st)
+		}
+	}
 	statuses, err := Run(context.Background(), f.store, f.job)
 	if err != nil {
 		t.Fatal(err)
@@ -266,4 +275,75 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestRun_SecretsStayOut launches a command holding a secret in an
+// argument and in the environment: neither reaches the log or the store,
+// and a rotated secret relaunches nothing.
+func TestRun_SecretsStayOut(t *testing.T) {
+	f := newFixture(t, 2, map[string]string{"API_TOKEN": "tok-in-env-123"})
+	secret := "tok-in-argv-456"
+	f.job.Redact = func(s string) string {
+		return strings.NewReplacer(secret, "***", "tok-in-env-123", "***").Replace(s)
+	}
+	var logged strings.Builder
+	f.job.Log = func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
+	argv := f.job.Options.Argv
+	f.job.Options.Argv = append(slices.Clone(argv), "-token", secret)
+	statuses, err := Run(context.Background(), f.store, f.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := must(os.ReadFile(statuses[0].Record.Log))
+	if !strings.Contains(string(log), "-token ***") {
+		t.Errorf("log lacks the scrubbed command:\n%s", log)
+	}
+	db := must(os.ReadFile(filepath.Join(f.dir, "state.db")))
+	wal, _ := os.ReadFile(filepath.Join(f.dir, "state.db-wal"))
+	for _, s := range []string{"tok-in-argv-456", "tok-in-env-123"} {
+		for name, b := range map[string][]byte{"log file": log, "store": db, "store WAL": wal, "eaglet's log": []byte(logged.String())} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds the secret %s", name, s)
+			}
+		}
+	}
+	secret = "tok-rotated-789"
+	f.job.Options.Argv = append(slices.Clone(argv), "-token", secret)
+	if due := f.due(t); len(due) != 0 {
+		t.Errorf("a rotated secret makes shards %v due", due)
+	}
+}
+
+func TestPlan_BadJob(t *testing.T) {
+	argv := &Options{Argv: []string{"extract", "{shard}"}}
+	tests := []struct {
+		name string
+		job  Job
+		want string
+	}{
+		{"no command", Job{Instance: "h", Options: &Options{}, LogDir: "l"}, "launch h: no command"},
+		{"no log directory", Job{Instance: "h", Options: argv}, "launch h: no log directory"},
+		{"a shard twice", Job{Instance: "h", Options: argv, LogDir: "l", Shards: []Shard{{Index: 1, Version: "a"}, {Index: 1, Version: "b"}}},
+			"launch h: shard 1 appears twice"},
+		{"no version", Job{Instance: "h", Options: argv, LogDir: "l", Shards: []Shard{{Index: 0}}}, "launch h: shard 0 has no version"},
+		{"unknown placeholder", Job{Instance: "h", Options: &Options{Argv: []string{"x", "{rank}"}}, LogDir: "l",
+			Shards: []Shard{{Index: 0, Version: "a"}}}, "launch h: argv[1]: unknown placeholder {rank}"},
+	}
+	s, err := state.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A finished launch makes Plan expand the command, where a bad
+	// placeholder is found.
+	if err := s.PutLaunch(&state.Launch{Instance: "h", Version: "a", StartedAt: time.Now(), FinishedAt: time.Now(), ExitCode: 0}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Plan(s, &tt.job); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Plan: %v; want %q", err, tt.want)
+			}
+		})
+	}
 }
