@@ -42,8 +42,15 @@ stages:
 	return dir
 }
 
-func TestHandoff_Golden(t *testing.T) {
+// TestHandoff_Formats checks each format's rows against its golden file
+// and against the rules of the consumer that reads it, over one run.
+func TestHandoff_Formats(t *testing.T) {
 	dir := formatsRun(t)
+	t.Run("golden", func(t *testing.T) { golden(t, dir) })
+	t.Run("consumers accept", func(t *testing.T) { consumersAccept(t, dir) })
+}
+
+func golden(t *testing.T, dir string) {
 	for _, f := range allFormats {
 		got := bytes.Join(readRows(t, filepath.Join(dir, f, "current")), []byte("\n"))
 		golden := filepath.Join("testdata", "golden", f+".jsonl")
@@ -64,12 +71,11 @@ func TestHandoff_Golden(t *testing.T) {
 	}
 }
 
-// TestHandoff_ConsumersAccept applies the rules the consumers' own code
-// applies to what it reads: SpecForge's validate_regenerated_data.py and
-// its training loader's columns, speculators' prepare_data.py passthrough
-// of pre-tokenized rows, and SpecForge's --is-preformatted text column.
-func TestHandoff_ConsumersAccept(t *testing.T) {
-	dir := formatsRun(t)
+// consumersAccept applies the rules the consumers' own code applies to
+// what it reads: SpecForge's validate_regenerated_data.py and its training
+// loader's columns, speculators' prepare_data.py passthrough of
+// pre-tokenized rows, and SpecForge's --is-preformatted text column.
+func consumersAccept(t *testing.T, dir string) {
 	t.Run("specforge validator", func(t *testing.T) {
 		rows := readRows(t, filepath.Join(dir, "specforge", "current"))
 		if len(rows) == 0 {
