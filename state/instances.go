@@ -36,6 +36,9 @@ type Stats struct {
 	Dropped map[string]int `json:"dropped,omitempty"`
 	// Skipped counts bad input rows skipped, by reason.
 	Skipped map[string]int `json:"skipped,omitempty"`
+	// Copies counts the records a batch stage passed on more than once
+	// (merge's weights above 1), beyond the first of each.
+	Copies int `json:"copies,omitempty"`
 	// Detected is what a loader found the input to be.
 	Detected string `json:"detected,omitempty"`
 	// Output is a file the instance wrote, with its hash.

@@ -92,6 +92,8 @@ type Merge struct {
 	out   string
 	stage string
 	hash  string
+	// extra counts records passed on beyond the first of each (weights).
+	extra int
 }
 
 var (
@@ -140,6 +142,7 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 			return err
 		}
 		key := rec.Key
+		m.extra += n - 1
 		for i := 2; i <= n; i++ {
 			c := *rec
 			c.Key = fmt.Sprintf("%s~%d", key, i)
@@ -199,8 +202,10 @@ func (m *Merge) write(ctx context.Context, out stages.Input) error {
 	})
 }
 
-// Report names the written file so a deleted or edited output is remade.
+// Report names the written file so a deleted or edited output is remade,
+// and counts the extra copies weights made, for status's accounting.
 func (m *Merge) Report(s *state.Stats) {
+	s.Copies = m.extra
 	if m.hash != "" {
 		s.Output, s.OutputHash = m.out, m.hash
 	}
