@@ -310,8 +310,8 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			s.Run, s.Action = false, "up to date"
 		case prev.InputDigest != digest:
 			s.Action = "will rerun: input changed"
-		case prev.Stats.Output != "":
-			s.Action = "will rerun: " + prev.Stats.Output + " is missing or was changed"
+		case changedOutput(prev) != "":
+			s.Action = "will rerun: " + changedOutput(prev) + " is missing or was changed"
 		default:
 			s.Action = "will finish: last run stopped early"
 		}

@@ -214,6 +214,22 @@ type FileWriter interface {
 	WritesFile() (option, path string, overwrite bool)
 }
 
+// MoreFilesWriter is implemented by the options of kinds that write files
+// beside the one FileWriter names (merge's eval split); each is validated
+// as that one is.
+type MoreFilesWriter interface {
+	WritesMoreFiles() []WrittenFile
+}
+
+// WrittenFile is a file a stage writes: the option naming it (a path of
+// keys under `with:`, for positions in errors), the path as written in the
+// spec, and whether a file eaglet did not write may be replaced.
+type WrittenFile struct {
+	Option    []string
+	Path      string
+	Overwrite bool
+}
+
 // EndpointUser is implemented by the options of kinds that send requests
 // to one of the spec's endpoints (generate), so that status can price their
 // tokens without knowing the kind.

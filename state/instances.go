@@ -44,6 +44,9 @@ type Stats struct {
 	// Output is a file the instance wrote, with its hash.
 	Output     string `json:"output,omitempty"`
 	OutputHash string `json:"output_hash,omitempty"`
+	// MoreOutputs are further files the instance wrote (merge's eval
+	// split), by path, with their hashes.
+	MoreOutputs map[string]string `json:"more_outputs,omitempty"`
 	// Config is the canonical JSON the fingerprint was made from, kept so
 	// plan can say what changed.
 	Config json.RawMessage `json:"config,omitempty"`

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -42,6 +44,7 @@ type instanceStatus struct {
 	BadRows          map[string]int `json:"bad_rows_skipped,omitempty"`
 	Detected         string         `json:"detected,omitempty"`
 	Output           string         `json:"output,omitempty"`
+	MoreOutputs      []string       `json:"more_outputs,omitempty"`
 	Error            string         `json:"error,omitempty"`
 	// Reused counts done records answered from an earlier answer to the
 	// same content instead of a new request.
@@ -202,6 +205,9 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		if r.Output != "" {
 			notes = append(notes, "wrote "+r.Output)
 		}
+		for _, f := range r.MoreOutputs {
+			notes = append(notes, "wrote "+f)
+		}
 		if r.Error != "" {
 			notes = append(notes, "error: "+p.Spec.Redact(r.Error))
 		}
@@ -277,6 +283,7 @@ func fillStatus(store *state.Store, st *instanceStatus, live bool) error {
 	}
 	st.BadRows = in.Stats.Skipped
 	st.Copies = in.Stats.Copies
+	st.MoreOutputs = slices.Sorted(maps.Keys(in.Stats.MoreOutputs))
 	// An instance with failed records finished its pass but is not done:
 	// the next run retries them, and what follows works on part of it.
 	if st.State == "done" && st.Failed > 0 {
