@@ -59,6 +59,29 @@ type Instance struct {
 	// used so far (for budgets that carry over between runs); nil when
 	// nothing has run.
 	Usage func(ids []string) (Usage, error)
+	// Downstream builds, on first call, the judge of this instance's
+	// output by the record stages that take it next (generate's quota
+	// counts what the filters after it accept). Those run after this
+	// instance, so a quota cannot wait for their counts; judging each
+	// answer as they will is the same count, since they decide a record
+	// from the record alone. Nil when the engine offers none.
+	Downstream func() (*Downstream, error)
+}
+
+// Downstream judges records as the chain of record stages (Mappers that
+// cost nothing, such as filter) that takes an instance's output for its
+// dataset would: a record is accepted when every one of them passes it on.
+type Downstream struct {
+	// Stages names the instances that judge, in order; empty when nothing
+	// after the instance judges records, and then every record is accepted.
+	Stages []string
+	// Accepts reports whether the chain passes rec on. An error is the
+	// error a stage of the chain would fail the record with.
+	Accepts func(ctx context.Context, rec *conv.Record) (bool, error)
+	// Kept reports how many of the instance's stored outputs (done in
+	// earlier runs) the chain accepts, and how many it judged, so a quota
+	// resumes where it stopped.
+	Kept func(ctx context.Context) (accepted, judged int, err error)
 }
 
 // Usage is what stored outcomes have consumed.
