@@ -306,6 +306,8 @@ type Limit struct {
 	// spend without it, in the budget's unit (tokens, records, dollars).
 	// A Left of 0 means the budget admits nothing more.
 	Left, Need float64
+	// What names the limit for plan ("budget" when empty, "target").
+	What string
 }
 
 // Shared is a per-run store of resources shared between instances.

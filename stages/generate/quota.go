@@ -263,6 +263,11 @@ func (g *Generate) quotaEstimate(in stages.Estimate) (stages.Estimate, string, e
 		return in, "", err
 	}
 	note := fmt.Sprintf("target %d accepted: ~%d more answers at %.0f%% acceptance", g.quota.target, more, 100*rate)
+	if more == 0 {
+		// Reached: like a spent budget, what is left waits for a larger one.
+		note = fmt.Sprintf("target %d accepted: reached", g.quota.target)
+		in.Limits = append(in.Limits, stages.Limit{Budget: g.quota, Left: 0, Need: 1, What: "target"})
+	}
 	if more < in.Records {
 		f := float64(more) / float64(in.Records)
 		in.Records = more

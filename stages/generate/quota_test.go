@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +137,66 @@ func TestQuota_NeverPastTheBudget(t *testing.T) {
 	}
 	if accepted >= 1000 || skipped == 0 {
 		t.Errorf("%d accepted, %d skipped for budget; want the budget to stop the run short of the quota", accepted, skipped)
+	}
+}
+
+// TestQuota_Plan: plan expects quota / acceptance answers (est_acceptance
+// before any answer is judged, the measured share after), sends nothing,
+// and once the quota is met calls the instance up to date until it is
+// raised.
+func TestQuota_Plan(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.8})})
+	dir := t.TempDir()
+	writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 1000, "plan")
+	step := func(p *engine.Pipeline, store *state.Store) *engine.Step {
+		for _, s := range p.Plan(store, nil) {
+			if s.Node.ID == "generate[d]" {
+				return s
+			}
+		}
+		t.Fatal("no plan step for generate[d]")
+		return nil
+	}
+	spec := strings.Replace(quotaSpec(srv.URL, 100, ""), "target: {accepted: 100}", "target: {accepted: 100, est_acceptance: 0.25}", 1)
+	p, store := enginetest.Open(t, dir, spec)
+	if s := step(p, store); s.Estimate.Records != 400 || !strings.Contains(s.Action, "target 100 accepted: ~400 more answers at 25% acceptance") {
+		t.Errorf("plan before the run: %d records, %q; want 400 (100 / 0.25)", s.Estimate.Records, s.Action)
+	}
+	enginetest.Run(t, p, store, nil)
+	if s := step(p, store); s.Run || !strings.Contains(s.Action, "skipped for target; raise the target to continue") {
+		t.Errorf("plan after the quota was met: %q; want up to date", s.Action)
+	}
+	kept, _ := doneAndSkipped(t, store, "generate[d]", "")
+	accepted, _ := doneAndSkipped(t, store, "filter[d]", "")
+	p, store = enginetest.Open(t, dir, strings.Replace(spec, "accepted: 100", "accepted: 200", 1))
+	s := step(p, store)
+	// What is kept, and the rest of the quota at the measured ~40%,
+	// pulled a little towards the prior.
+	lo, hi := kept+int(float64(200-accepted)/0.45), kept+int(float64(200-accepted)/0.35)
+	if !s.Run || s.Estimate.Records < lo || s.Estimate.Records > hi {
+		t.Errorf("plan after raising the quota to 200: %d records, %q; want %d kept + (200 - %d accepted) / ~0.4: %d to %d", s.Estimate.Records, s.Action, kept, accepted, lo, hi)
+	}
+	if n := srv.Take(); n > 400 {
+		t.Errorf("%d requests; plans must send none", n)
+	}
+}
+
+// TestQuota_SpecErrors: a target without its number, or with an
+// acceptance outside (0, 1], is an error at its line.
+func TestQuota_SpecErrors(t *testing.T) {
+	tests := []struct{ target, want string }{
+		{"{est_acceptance: 0.5}", "spec.yaml:14:38: stage generate: target needs `accepted:`"},
+		{"{accepted: 10, est_acceptance: 1.5}", "spec.yaml:14:69: stage generate: est_acceptance is 1.5; use the share of answers expected to pass the filters"},
+		{"{accepted: 10, est_acceptanse: 0.5}", `unknown key "est_acceptanse" (did you mean "est_acceptance"?)`},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 2, "x")
+		spec := strings.Replace(quotaSpec("http://127.0.0.1:1", 1, ""), "target: {accepted: 1}", "target: "+tt.target, 1)
+		path := filepath.Join(dir, "spec.yaml")
+		os.WriteFile(path, []byte(spec), 0o644)
+		if _, err := engine.Load(path, enginetest.NoEnv); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("target %s: error %v; want %q", tt.target, err, tt.want)
+		}
 	}
 }
