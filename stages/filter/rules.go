@@ -2,7 +2,6 @@ package filter
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"unicode"
 
@@ -214,33 +213,51 @@ func leftoverThink(a answer, marks []markers) bool {
 }
 
 // repeatRatio is the share of the text's word n-grams that repeat an
-// earlier one. Words are compared by a 64-bit hash, so memory is one
-// integer per n-gram; a collision only makes a repeat of what is not.
+// earlier one, words compared without case. Words and n-grams are compared
+// by 64-bit hashes made as the text is scanned, so memory is one integer
+// per n-gram; a collision only takes a fresh n-gram for a repeat.
 func repeatRatio(text string, n int) float64 {
-	words := strings.FieldsFunc(text, unicode.IsSpace)
-	if len(words) < n {
-		return 0
-	}
-	hashes := make([]uint64, len(words))
-	for i, w := range words {
-		h := fnv.New64a()
-		h.Write([]byte(strings.ToLower(w)))
-		hashes[i] = h.Sum64()
-	}
-	seen := make(map[uint64]struct{}, len(words))
+	const offset, prime = 14695981039346656037, 1099511628211
+	window := make([]uint64, 0, n)
+	seen := make(map[uint64]struct{}, len(text)/6)
 	total, repeated := 0, 0
-	for i := 0; i+n <= len(words); i++ {
+	word, inWord := uint64(offset), false
+	endWord := func() {
+		if !inWord {
+			return
+		}
+		if len(window) == n {
+			copy(window, window[1:])
+			window = window[:n-1]
+		}
+		window = append(window, word)
+		word, inWord = offset, false
+		if len(window) < n {
+			return
+		}
 		// Order matters in an n-gram: mix each word's hash in by position.
-		var g uint64 = 14695981039346656037
-		for _, h := range hashes[i : i+n] {
-			g = (g ^ h) * 1099511628211
+		var g uint64 = offset
+		for _, h := range window {
+			g = (g ^ h) * prime
 		}
 		total++
 		if _, ok := seen[g]; ok {
 			repeated++
-			continue
+			return
 		}
 		seen[g] = struct{}{}
+	}
+	for _, r := range text {
+		if unicode.IsSpace(r) {
+			endWord()
+			continue
+		}
+		inWord = true
+		word = (word ^ uint64(unicode.ToLower(r))) * prime
+	}
+	endWord()
+	if total == 0 {
+		return 0
 	}
 	return float64(repeated) / float64(total)
 }
