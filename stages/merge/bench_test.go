@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
@@ -64,9 +65,11 @@ func BenchmarkMixByTokens(b *testing.B) {
 			}
 		})
 		out := &discard{}
+		started := time.Now()
 		if err := m.Run(context.Background(), generatedInput(n), out); err != nil {
 			b.Fatal(err)
 		}
+		b.ReportMetric(time.Since(started).Seconds(), "run-s")
 		b.ReportMetric(float64(mixing-reading)/float64(n), "mix-B/record")
 		b.ReportMetric(float64(out.n), "records-out")
 	}
