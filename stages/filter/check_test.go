@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
 )
@@ -33,9 +32,7 @@ stages:
         max_completion_tokens: 50
         think_start: "<t>"
 `
-	path := filepath.Join(dir, "spec.yaml")
-	os.WriteFile(path, []byte(spec), 0o644)
-	_, err := engine.Load(path, enginetest.NoEnv)
+	err := enginetest.LoadErr(t, dir, spec)
 	if err == nil {
 		t.Fatal("a spec with bad rules loaded")
 	}
@@ -66,9 +63,7 @@ func TestRules_Validate(t *testing.T) {
 		spec := "version: 1\nname: r\nstate: s.db\ndatasets: {d: {source: d.jsonl}}\nstages:\n" +
 			"  - {name: load, uses: load, foreach: datasets}\n" +
 			"  - {name: f, uses: filter, needs: [load], foreach: datasets, with: " + tt.with + "}\n"
-		path := filepath.Join(dir, "spec.yaml")
-		os.WriteFile(path, []byte(spec), 0o644)
-		_, err := engine.Load(path, enginetest.NoEnv)
+		err := enginetest.LoadErr(t, dir, spec)
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("with %s: %v", tt.with, err)

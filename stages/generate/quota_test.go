@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,9 +192,7 @@ func TestQuota_SpecErrors(t *testing.T) {
 		dir := t.TempDir()
 		writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 2, "x")
 		spec := strings.Replace(quotaSpec("http://127.0.0.1:1", 1, ""), "target: {accepted: 1}", "target: "+tt.target, 1)
-		path := filepath.Join(dir, "spec.yaml")
-		os.WriteFile(path, []byte(spec), 0o644)
-		if _, err := engine.Load(path, enginetest.NoEnv); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err := enginetest.LoadErr(t, dir, spec); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("target %s: error %v; want %q", tt.target, err, tt.want)
 		}
 	}

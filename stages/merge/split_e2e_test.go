@@ -86,9 +86,7 @@ func TestMerge_EvalOutChecked(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte(`{"messages":[{"role":"user","content":"q"}]}`+"\n"), 0o644)
 		spec := "version: 1\nname: m\nstate: s.db\ndatasets: {a: {source: a.jsonl}}\nstages:\n" +
 			"  - {name: load, uses: load, foreach: datasets}\n  - {name: merge, uses: merge, needs: [load], with: {out: train.jsonl, eval: " + tt.eval + "}}\n"
-		path := filepath.Join(dir, "spec.yaml")
-		os.WriteFile(path, []byte(spec), 0o644)
-		_, err := engine.Load(path, enginetest.NoEnv)
+		err := enginetest.LoadErr(t, dir, spec)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("eval %s: error %v; want %q", tt.eval, err, tt.want)
 		}
