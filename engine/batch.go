@@ -44,7 +44,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	}
 	in := &storeInput{store: r.store, ids: upstream, count: total}
 	out := &batchOutput{bw: bw, in: in, fp: pr.fp, n: n, prog: r.prog, dropped: map[string]int{}}
-	if err := r.reportCollapsed(pr, upstream, out.dropped); err != nil {
+	if err := r.reportCollapsed(pr, upstream, total, out.dropped); err != nil {
 		bw.Rollback()
 		return r.fail(n, err)
 	}
@@ -95,7 +95,23 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 // are identical to (have the key of) a record of another need: the stage
 // reads them once, as the other's, so their dataset's weight does not
 // apply to them. It says so in the log rather than collapsing them silently.
-func (r *runner) reportCollapsed(pr *prepared, upstream []string, dropped map[string]int) error {
+func (r *runner) reportCollapsed(pr *prepared, upstream []string, distinct int, dropped map[string]int) error {
+	if len(upstream) < 2 {
+		return nil
+	}
+	// Counting is cheap; finding which records are shared is not (a probe
+	// per record), so it is done only when the counts say some are.
+	sum := 0
+	for _, id := range upstream {
+		c, err := r.store.CountOutputs([]string{id})
+		if err != nil {
+			return err
+		}
+		sum += c
+	}
+	if sum == distinct {
+		return nil
+	}
 	collapsed, err := r.store.Collapsed(upstream)
 	if err != nil {
 		return err

@@ -195,11 +195,15 @@ func (s *Store) Collapsed(instances []string) ([]Collapse, error) {
 		return nil, nil
 	}
 	in := placeholders(len(instances))
-	rows, err := s.r.Query(`SELECT instance, first, COUNT(*) FROM (
-			SELECT u.instance, (SELECT MIN(v.instance) FROM items v WHERE v.instance IN (`+in+`)
-				AND v.instance < u.instance AND v.key = u.key AND v.live = 1 AND v.status = 0) AS first
-			FROM items u WHERE u.instance IN (`+in+`) AND u.live = 1 AND u.status = 0)
-		WHERE first IS NOT NULL GROUP BY instance, first ORDER BY instance, first`, args(nil, instances, args(nil, instances)...)...)
+	// EXISTS filters every row with one probe per instance; the keeper is
+	// looked up only for the few rows that have one (a subquery in the
+	// select list is evaluated again wherever its alias is used).
+	earlier := `FROM items v WHERE v.instance IN (` + in + `) AND v.instance < u.instance AND v.key = u.key
+		AND v.live = 1 AND v.status = 0`
+	rows, err := s.r.Query(`SELECT u.instance, (SELECT MIN(v.instance) `+earlier+`) AS first, COUNT(*)
+		FROM items u WHERE u.instance IN (`+in+`) AND u.live = 1 AND u.status = 0 AND EXISTS (SELECT 1 `+earlier+`)
+		GROUP BY u.instance, first ORDER BY u.instance, first`,
+		args(nil, instances, args(nil, instances, args(nil, instances)...)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("count collapsed records: %w", err)
 	}
