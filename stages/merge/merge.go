@@ -201,7 +201,11 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 			n = m.copies(rec)
 		}
 		if n == 0 {
-			out.Drop("weight")
+			reason := "weight"
+			if m.mix != nil && m.weight(rec.Dataset) > 0 {
+				reason = "over its dataset's share of tokens"
+			}
+			out.Drop(reason)
 			return nil
 		}
 		if err := out.Keep(rec); err != nil {

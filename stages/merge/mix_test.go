@@ -94,7 +94,20 @@ func TestMerge_WeightsByTokens(t *testing.T) {
 			if tt.total != "" {
 				opts.TotalTokens = resolved(t, tt.total)
 			}
-			got := tokensBy(runMerge(t, &Merge{opts: opts, spec: spec, log: t.Logf}, in))
+			out := runMerge(t, &Merge{opts: opts, spec: spec, log: t.Logf}, in)
+			got := tokensBy(out)
+			distinct := map[string]bool{}
+			for _, r := range out.recs {
+				base, _, _ := strings.Cut(r.Key, "~")
+				distinct[base] = true
+			}
+			// Every record is passed on or dropped, by the reason that says why.
+			if n := len(distinct) + out.dropped["over its dataset's share of tokens"] + out.dropped["weight"]; n != len(in) {
+				t.Errorf("%d records passed on and %v dropped; want the %d in", len(distinct), out.dropped, len(in))
+			}
+			if tt.weights["tools"] == 0 && tt.weights != nil && out.dropped["weight"] != 400 {
+				t.Errorf("dropped %v; want tools' 400 records for their weight of 0", out.dropped)
+			}
 			for ds, want := range tt.want {
 				perRecord := map[string]float64{"short": 100, "long": 1000, "tools": 300}[ds]
 				if math.Abs(got[ds]-want) > perRecord {
