@@ -326,25 +326,27 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 // options) if the budget has room for it, as if generated now.
 func (g *Generate) Reuse(out *conv.Record) (stages.Outcome, error) {
 	if g.quota != nil {
-		// Within the quota, a found answer is judged like a new one.
-		ok, err := g.quota.takeKnown(context.Background(), out)
+		reached, err := g.quota.reached(context.Background())
+		switch {
+		case err != nil:
+			return stages.Outcome{}, err
+		case reached:
+			return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
+		}
+	}
+	if g.budget != nil && out.Generation != nil {
+		gen := out.Generation
+		ok, err := g.budget.takeKnown(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
 		switch {
 		case err != nil:
 			return stages.Outcome{}, err
 		case !ok:
-			return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
+			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
 		}
 	}
-	if g.budget == nil || out.Generation == nil {
-		return stages.Outcome{Status: stages.Done, Record: out}, nil
-	}
-	gen := out.Generation
-	ok, err := g.budget.takeKnown(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
-	switch {
-	case err != nil:
-		return stages.Outcome{}, err
-	case !ok:
-		return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
+	if g.quota != nil {
+		// Kept: within the quota, a found answer counts like a new one.
+		g.quota.countKnown(context.Background(), out)
 	}
 	return stages.Outcome{Status: stages.Done, Record: out}, nil
 }
@@ -369,11 +371,10 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		// The server would refuse it, or worse cut it and answer the rest.
 		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d tokens)", g.ep.spec.Name, c)}, nil
 	}
-	if skip, err := g.admitQuota(ctx); skip != nil || err != nil {
-		if skip == nil {
-			return stages.Outcome{}, err
-		}
-		return *skip, nil
+	if send, err := g.admitQuota(ctx); err != nil {
+		return stages.Outcome{}, err
+	} else if !send {
+		return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
 	}
 	var t *ticket
 	prompt := promptTokens(rec)

@@ -144,25 +144,25 @@ func (q *quota) count(accepted bool) {
 	}
 }
 
-// takeKnown counts an answer found again (which costs nothing) if the
-// target is not reached yet; it reports false when it is.
-func (q *quota) takeKnown(ctx context.Context, rec *conv.Record) (bool, error) {
-	q.mu.Lock()
-	if err := q.ensureKept(ctx); err != nil {
-		q.mu.Unlock()
-		return false, err
-	}
-	reached := q.accepted >= q.target
-	q.mu.Unlock()
-	if reached {
-		return false, nil
-	}
-	ok, err := q.judge(ctx, rec)
+// reached reports whether the target is met, so that an answer found
+// again is not kept past it.
+func (q *quota) reached(ctx context.Context) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.count(ok && err == nil)
+	if err := q.ensureKept(ctx); err != nil {
+		return false, err
+	}
+	return q.accepted >= q.target, nil
+}
+
+// countKnown judges and counts an answer found again (which costs nothing
+// and was never in flight).
+func (q *quota) countKnown(ctx context.Context, rec *conv.Record) {
+	ok := q.accepts(ctx, rec)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.count(ok)
 	q.changed.Broadcast()
-	return true, nil
 }
 
 // accepts judges an answer as the chain will.
@@ -232,20 +232,13 @@ func (g *Generate) setQuota(inst *stages.Instance) error {
 	return nil
 }
 
-// admitQuota lets a record go under the quota, or says why not: "" to
-// send it, else the outcome to store.
-func (g *Generate) admitQuota(ctx context.Context) (*stages.Outcome, error) {
+// admitQuota waits until the quota lets a record be sent, and reports
+// false when the target is met (the record is then skipped).
+func (g *Generate) admitQuota(ctx context.Context) (bool, error) {
 	if g.quota == nil {
-		return nil, nil
+		return true, nil
 	}
-	ok, err := g.quota.admit(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return &stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
-	}
-	return nil, nil
+	return g.quota.admit(ctx)
 }
 
 // reasonQuota is the skip reason of records the quota did not need.

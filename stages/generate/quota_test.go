@@ -197,3 +197,25 @@ func TestQuota_SpecErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestQuota_ReusedAnswers: a dataset that repeats another's prompts meets
+// its quota from the answers found again, sending nothing, and keeps no
+// more of them than the quota needs (nothing is in flight to overshoot).
+func TestQuota_ReusedAnswers(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.8})})
+	dir := t.TempDir()
+	writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 1000, "reuse")
+	spec := quotaSpec(srv.URL, 200, "")
+	p, store := enginetest.Open(t, dir, spec)
+	enginetest.Run(t, p, store, nil)
+	srv.Take()
+	copied := strings.Replace(spec, "  d: {source: prompts.jsonl, est_completion_tokens: 200}",
+		"  d: {source: prompts.jsonl, est_completion_tokens: 200}\n  e: {source: prompts.jsonl, est_completion_tokens: 200}", 1)
+	copied = strings.Replace(copied, "target: {accepted: 200}", "target: {accepted: 100}", 1)
+	p, store = enginetest.Open(t, dir, copied)
+	enginetest.Run(t, p, store, nil)
+	accepted, _ := doneAndSkipped(t, store, "filter[e]", "")
+	if n := srv.Take(); n != 0 || accepted != 100 {
+		t.Errorf("the copy sent %d requests and the filter accepted %d; want 0 and exactly 100", n, accepted)
+	}
+}
