@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -42,6 +44,10 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	}
 	in := &storeInput{store: r.store, ids: upstream, count: total}
 	out := &batchOutput{bw: bw, in: in, fp: pr.fp, n: n, prog: r.prog, dropped: map[string]int{}}
+	if err := r.reportCollapsed(pr, upstream, total, out.dropped); err != nil {
+		bw.Rollback()
+		return r.fail(n, err)
+	}
 	out.orderer, _ = pr.stage.(stages.Orderer)
 	if err := st.Run(ctx, in, out); err != nil {
 		bw.Rollback()
@@ -85,6 +91,41 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	return &Result{Node: n, Action: "ran", Processed: out.count, Why: why}
 }
 
+// reportCollapsed counts, as drops by reason, the records of one need that
+// are identical to (have the key of) a record of another need: the stage
+// reads them once, as the other's, so their dataset's weight does not
+// apply to them. It says so in the log rather than collapsing them silently.
+func (r *runner) reportCollapsed(pr *prepared, upstream []string, distinct int, dropped map[string]int) error {
+	if len(upstream) < 2 {
+		return nil
+	}
+	// Counting is cheap; finding which records are shared is not (a probe
+	// per record), so it is done only when the counts say some are.
+	sum := 0
+	for _, id := range upstream {
+		c, err := r.store.CountOutputs([]string{id})
+		if err != nil {
+			return err
+		}
+		sum += c
+	}
+	if sum == distinct {
+		return nil
+	}
+	collapsed, err := r.store.Collapsed(upstream)
+	if err != nil {
+		return err
+	}
+	for _, c := range collapsed {
+		dropped[fmt.Sprintf("identical to a record of %s (from %s)", c.Into, c.Instance)] += c.N
+		if !r.opts.Dry {
+			pr.inst.Log("%s of %s identical to records of %s, passed on once, as %s's; dedupe before generate to stop asking for them twice",
+				Plural(c.N, "record"), c.Instance, c.Into, c.Into)
+		}
+	}
+	return nil
+}
+
 // Reporter is implemented by stages with stats beyond their records: what a
 // loader detected and skipped, the file a merge wrote.
 type Reporter interface {
@@ -97,11 +138,23 @@ func batchUpToDate(prev *state.Instance, fp, digest string) bool {
 	if prev == nil || prev.Status != "done" || prev.Fingerprint != fp || prev.InputDigest != digest {
 		return false
 	}
+	return changedOutput(prev) == ""
+}
+
+// changedOutput names a file the instance wrote that is missing or was
+// changed since, or is "" when every one is as it was written.
+func changedOutput(prev *state.Instance) string {
+	files := map[string]string{}
 	if prev.Stats.Output != "" {
-		h, err := state.FileStamp(prev.Stats.Output)
-		return err == nil && h == prev.Stats.OutputHash
+		files[prev.Stats.Output] = prev.Stats.OutputHash
 	}
-	return true
+	maps.Copy(files, prev.Stats.MoreOutputs)
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		if h, err := state.FileStamp(path); err != nil || h != files[path] {
+			return path
+		}
+	}
+	return ""
 }
 
 // storeInput reads the live output of a node's needs.

@@ -31,8 +31,8 @@ func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) str
 		return "up to date"
 	case prev.InputDigest != digest:
 		return "will rerun: input changed"
-	case prev.Stats.Output != "":
-		return "will rerun: " + prev.Stats.Output + " is missing or was changed"
+	case changedOutput(prev) != "":
+		return "will rerun: " + changedOutput(prev) + " is missing or was changed"
 	}
 	return "will finish: last run stopped early"
 }

@@ -58,6 +58,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 		inst.Usage = func(ids []string) (stages.Usage, error) { return usage(store, ids) }
 		inst.Store = store
 	}
+	inst.Downstream = func() (*stages.Downstream, error) { return p.downstream(n, shared, dry, store) }
 	st, err := n.Stage.Kind.New(inst)
 	if err != nil {
 		return nil, err

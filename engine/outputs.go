@@ -45,35 +45,44 @@ func checkOutputs(spec *specs.Spec, compiled map[string]*Stage) *multierror.Erro
 		if cs == nil {
 			continue
 		}
-		fw, ok := cs.Options.(stages.FileWriter)
-		if !ok {
-			continue
+		var files []stages.WrittenFile
+		if fw, ok := cs.Options.(stages.FileWriter); ok {
+			option, path, overwrite := fw.WritesFile()
+			files = append(files, stages.WrittenFile{Option: []string{option}, Path: path, Overwrite: overwrite})
 		}
-		option, path, overwrite := fw.WritesFile()
-		if path == "" {
-			continue
+		if mw, ok := cs.Options.(stages.MoreFilesWriter); ok {
+			files = append(files, mw.WritesMoreFiles()...)
 		}
-		file := abs(spec.Resolve(path))
-		if err := checkInside(spec, file); err != nil {
-			errs = multierror.Append(errs, spec.WithSnippet(&specs.Error{Pos: st.OptionPos(option),
-				Msg: fmt.Sprintf("stage %s: %s %s %v", st.Name, option, path, err)}))
-			continue
-		}
-		if prev, taken := owner[file]; taken {
-			errs = multierror.Append(errs, spec.WithSnippet(&specs.Error{Pos: st.OptionPos(option),
-				Msg: fmt.Sprintf("stage %s: %s %s is %s; write it elsewhere", st.Name, option, path, prev)}))
-			continue
-		}
-		owner[file] = fmt.Sprintf("also written by stage %s (line %d)", st.Name, st.Pos.Line)
-		if !overwrite {
-			// Found now rather than after hours of generation.
-			if err := outfile.Check(file); err != nil {
-				errs = multierror.Append(errs, spec.WithSnippet(&specs.Error{Pos: st.OptionPos(option),
-					Msg: fmt.Sprintf("stage %s: %v; move it away, choose another %s, or set `overwrite: true` in the stage's options to replace it (it is then kept as %s%s)", st.Name, err, option, filepath.Base(path), outfile.PrevSuffix)}))
+		for _, f := range files {
+			if err := checkOutput(spec, st, f, abs(spec.Resolve(f.Path)), owner); err != nil {
+				errs = multierror.Append(errs, spec.WithSnippet(err))
 			}
 		}
 	}
 	return errs
+}
+
+// checkOutput checks one file a stage writes, and claims it in owner.
+func checkOutput(spec *specs.Spec, st *specs.Stage, f stages.WrittenFile, file string, owner map[string]string) error {
+	if f.Path == "" {
+		return nil
+	}
+	option := strings.Join(f.Option, ".")
+	pos := st.OptionPos(f.Option...)
+	if err := checkInside(spec, file); err != nil {
+		return &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: %s %s %v", st.Name, option, f.Path, err)}
+	}
+	if prev, taken := owner[file]; taken {
+		return &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: %s %s is %s; write it elsewhere", st.Name, option, f.Path, prev)}
+	}
+	owner[file] = fmt.Sprintf("also written by stage %s (line %d)", st.Name, st.Pos.Line)
+	if !f.Overwrite {
+		// Found now rather than after hours of generation.
+		if err := outfile.Check(file); err != nil {
+			return &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: %v; move it away, choose another %s, or set `overwrite: true` in the stage's options to replace it (it is then kept as %s%s)", st.Name, err, option, filepath.Base(f.Path), outfile.PrevSuffix)}
+		}
+	}
+	return nil
 }
 
 // checkInside returns an error when path (resolved against the spec) is

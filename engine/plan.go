@@ -190,6 +190,8 @@ type draft struct {
 	// shared says one of those budgets is shared with other instances.
 	allowed float64
 	shared  bool
+	// limitedBy names the limit that allowed least ("" for a budget).
+	limitedBy string
 }
 
 // add sums the sizes of two estimates; the sum is exact when both are.
@@ -310,8 +312,8 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			s.Run, s.Action = false, "up to date"
 		case prev.InputDigest != digest:
 			s.Action = "will rerun: input changed"
-		case prev.Stats.Output != "":
-			s.Action = "will rerun: " + prev.Stats.Output + " is missing or was changed"
+		case changedOutput(prev) != "":
+			s.Action = "will rerun: " + changedOutput(prev) + " is missing or was changed"
 		default:
 			s.Action = "will finish: last run stopped early"
 		}
@@ -393,7 +395,11 @@ func (d *draft) finish(store *state.Store) {
 		s.Todo = int(math.Round(float64(s.Todo) * d.allowed))
 		if d.allowed == 0 && d.leftover > 0 {
 			s.Run, s.Todo = false, 0
-			s.Action = fmt.Sprintf("up to date (%s skipped for budget; raise the budget to continue)", Plural(d.leftover, "record"))
+			what := d.limitedBy
+			if what == "" {
+				what = "budget"
+			}
+			s.Action = fmt.Sprintf("up to date (%s skipped for %s; raise the %s to continue)", Plural(d.leftover, "record"), what, what)
 		}
 	}
 	if !s.Run {

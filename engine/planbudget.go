@@ -23,8 +23,8 @@ func fitBudgets(drafts []*draft) {
 	for _, d := range drafts {
 		for _, l := range d.work.Limits {
 			p := pools[l.Budget]
-			if p.need > 0 {
-				d.allowed = min(d.allowed, p.left/p.need)
+			if p.need > 0 && p.left/p.need < d.allowed {
+				d.allowed, d.limitedBy = p.left/p.need, l.What
 			}
 			d.shared = d.shared || p.users > 1
 		}

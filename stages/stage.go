@@ -64,6 +64,29 @@ type Instance struct {
 	// its own beside its records (handoff's launches); nil when nothing
 	// has run.
 	Store *state.Store
+	// Downstream builds, on first call, the judge of this instance's
+	// output by the record stages that take it next (generate's quota
+	// counts what the filters after it accept). Those run after this
+	// instance, so a quota cannot wait for their counts; judging each
+	// answer as they will is the same count, since they decide a record
+	// from the record alone. Nil when the engine offers none.
+	Downstream func() (*Downstream, error)
+}
+
+// Downstream judges records as the chain of record stages (Mappers that
+// cost nothing, such as filter) that takes an instance's output for its
+// dataset would: a record is accepted when every one of them passes it on.
+type Downstream struct {
+	// Stages names the instances that judge, in order; empty when nothing
+	// after the instance judges records, and then every record is accepted.
+	Stages []string
+	// Accepts reports whether the chain passes rec on. An error is the
+	// error a stage of the chain would fail the record with.
+	Accepts func(ctx context.Context, rec *conv.Record) (bool, error)
+	// Kept reports how many of the instance's stored outputs (done in
+	// earlier runs) the chain accepts, and how many it judged, so a quota
+	// resumes where it stopped.
+	Kept func(ctx context.Context) (accepted, judged int, err error)
 }
 
 // Usage is what stored outcomes have consumed.
@@ -219,6 +242,22 @@ type FileWriter interface {
 	WritesFile() (option, path string, overwrite bool)
 }
 
+// MoreFilesWriter is implemented by the options of kinds that write files
+// beside the one FileWriter names (merge's eval split); each is validated
+// as that one is.
+type MoreFilesWriter interface {
+	WritesMoreFiles() []WrittenFile
+}
+
+// WrittenFile is a file a stage writes: the option naming it (a path of
+// keys under `with:`, for positions in errors), the path as written in the
+// spec, and whether a file eaglet did not write may be replaced.
+type WrittenFile struct {
+	Option    []string
+	Path      string
+	Overwrite bool
+}
+
 // EndpointUser is implemented by the options of kinds that send requests
 // to one of the spec's endpoints (generate), so that status can price their
 // tokens without knowing the kind.
@@ -272,6 +311,8 @@ type Limit struct {
 	// spend without it, in the budget's unit (tokens, records, dollars).
 	// A Left of 0 means the budget admits nothing more.
 	Left, Need float64
+	// What names the limit for plan ("budget" when empty, "target").
+	What string
 }
 
 // Shared is a per-run store of resources shared between instances.

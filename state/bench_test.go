@@ -4,9 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkCommit stores generated records as the engine does, in batches
@@ -40,5 +43,61 @@ func BenchmarkCommit(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// BenchmarkCollapsed counts records shared between three instances of
+// EAGLET_BENCH_RECORDS records in all (default 300,000), 1% of them held
+// by two, as a merge over three datasets does before it runs when the
+// instances' counts (count-s) say some are shared:
+//
+//	go test ./state -run '^$' -bench Collapsed -benchtime 1x
+func BenchmarkCollapsed(b *testing.B) {
+	n := 300_000
+	if v, err := strconv.Atoi(os.Getenv("EAGLET_BENCH_RECORDS")); err == nil {
+		n = v
+	}
+	s, err := Open(filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ids := []string{"filter[a]", "filter[b]", "filter[c]"}
+	for d, id := range ids {
+		batch := make([]Item, 0, 1000)
+		for i := range n / 3 {
+			// Every hundredth record of b and c repeats one of a.
+			tag := fmt.Sprintf("%d %d", d, i)
+			if d > 0 && i%100 == 0 {
+				tag = fmt.Sprintf("0 %d", i)
+			}
+			sum := sha256.Sum256([]byte(tag))
+			key := hex.EncodeToString(sum[:16])
+			batch = append(batch, Item{Key: key, FP: "fp", Data: []byte(`{}`), OutHash: key})
+			if len(batch) == cap(batch) || i == n/3-1 {
+				if err := s.Commit(id, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	for b.Loop() {
+		started := time.Now()
+		for _, id := range ids {
+			if _, err := s.CountOutputs([]string{id}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(time.Since(started).Seconds(), "count-s")
+		c, err := s.Collapsed(ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		shared := 0
+		for _, x := range c {
+			shared += x.N
+		}
+		b.ReportMetric(float64(shared), "collapsed")
 	}
 }

@@ -36,11 +36,17 @@ type Stats struct {
 	Dropped map[string]int `json:"dropped,omitempty"`
 	// Skipped counts bad input rows skipped, by reason.
 	Skipped map[string]int `json:"skipped,omitempty"`
+	// Copies counts the records a batch stage passed on more than once
+	// (merge's weights above 1), beyond the first of each.
+	Copies int `json:"copies,omitempty"`
 	// Detected is what a loader found the input to be.
 	Detected string `json:"detected,omitempty"`
 	// Output is a file the instance wrote, with its hash.
 	Output     string `json:"output,omitempty"`
 	OutputHash string `json:"output_hash,omitempty"`
+	// MoreOutputs are further files the instance wrote (merge's eval
+	// split), by path, with their hashes.
+	MoreOutputs map[string]string `json:"more_outputs,omitempty"`
 	// Config is the canonical JSON the fingerprint was made from, kept so
 	// plan can say what changed.
 	Config json.RawMessage `json:"config,omitempty"`

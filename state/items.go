@@ -78,14 +78,15 @@ const (
 )
 
 // EachOutput calls fn for every live, done record of the given instances
-// in key order; where several instances hold a key the first one read wins.
-// Reads are paged so memory stays flat and the writer is never blocked.
+// in key order; where several instances hold a key, the one first by
+// instance ID wins (Collapsed counts the others). Reads are paged so
+// memory stays flat and the writer is never blocked.
 func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row) error) error {
 	if len(instances) == 0 {
 		return nil
 	}
 	q := `SELECT ` + resolved + ` WHERE u.instance IN (` + placeholders(len(instances)) + `)
-		AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
+		AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key, u.instance LIMIT ?`
 	return s.page(ctx, q, func(last string) []any { return args(nil, instances, last, pageSize) }, fn)
 }
 
@@ -177,6 +178,45 @@ func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error
 			return nil
 		}
 	}
+}
+
+// Collapse is a number of records of one instance that a reader of
+// several (EachOutput) sees once, as those of another: the same key.
+type Collapse struct {
+	Instance, Into string
+	N              int
+}
+
+// Collapsed counts, for the given instances, the live, done records that
+// EachOutput passes over because an instance first by ID holds the same
+// key, by instance and the instance that keeps them.
+func (s *Store) Collapsed(instances []string) ([]Collapse, error) {
+	if len(instances) < 2 {
+		return nil, nil
+	}
+	in := placeholders(len(instances))
+	// EXISTS filters every row with one probe per instance; the keeper is
+	// looked up only for the few rows that have one (a subquery in the
+	// select list is evaluated again wherever its alias is used).
+	earlier := `FROM items v WHERE v.instance IN (` + in + `) AND v.instance < u.instance AND v.key = u.key
+		AND v.live = 1 AND v.status = 0`
+	rows, err := s.r.Query(`SELECT u.instance, (SELECT MIN(v.instance) `+earlier+`) AS first, COUNT(*)
+		FROM items u WHERE u.instance IN (`+in+`) AND u.live = 1 AND u.status = 0 AND EXISTS (SELECT 1 `+earlier+`)
+		GROUP BY u.instance, first ORDER BY u.instance, first`,
+		args(nil, instances, args(nil, instances, args(nil, instances)...)...)...)
+	if err != nil {
+		return nil, fmt.Errorf("count collapsed records: %w", err)
+	}
+	defer rows.Close()
+	var out []Collapse
+	for rows.Next() {
+		var c Collapse
+		if err := rows.Scan(&c.Instance, &c.Into, &c.N); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // CountOutputs counts the live, done records of the given instances.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -20,10 +22,15 @@ func init() {
 
 // instanceStatus is one row of `eaglet status`, also its --json form.
 type instanceStatus struct {
-	Instance         string         `json:"instance"`
-	Stage            string         `json:"stage"`
-	Dataset          string         `json:"dataset,omitempty"`
-	State            string         `json:"state"`
+	Instance string `json:"instance"`
+	Stage    string `json:"stage"`
+	Dataset  string `json:"dataset,omitempty"`
+	State    string `json:"state"`
+	// In counts the records the instance received: the live output of
+	// each of its needs (a record two needs pass on counts twice), or for
+	// a loader what it read. In = Done - Copies + Dropped + Duplicates +
+	// Skipped + Failed + Pending.
+	In               int            `json:"in"`
 	Done             int            `json:"done"`
 	Dropped          int            `json:"dropped"`
 	Skipped          int            `json:"skipped"`
@@ -37,6 +44,7 @@ type instanceStatus struct {
 	BadRows          map[string]int `json:"bad_rows_skipped,omitempty"`
 	Detected         string         `json:"detected,omitempty"`
 	Output           string         `json:"output,omitempty"`
+	MoreOutputs      []string       `json:"more_outputs,omitempty"`
 	Error            string         `json:"error,omitempty"`
 	// Reused counts done records answered from an earlier answer to the
 	// same content instead of a new request.
@@ -48,6 +56,12 @@ type instanceStatus struct {
 	// retries included; Retries the retried failures by kind.
 	Requests int            `json:"requests,omitempty"`
 	Retries  map[string]int `json:"retries,omitempty"`
+	// Copies counts records passed on more than once (merge's weights
+	// above 1), beyond the first of each.
+	Copies int `json:"copies,omitempty"`
+	// Pending counts input records with no outcome yet: a run cut short,
+	// or input that changed since the instance ran.
+	Pending int `json:"pending,omitempty"`
 }
 
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
@@ -90,6 +104,9 @@ func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, er
 			if err := fillStatus(store, &st, live); err != nil {
 				return nil, err
 			}
+			if err := account(store, n, &st); err != nil {
+				return nil, err
+			}
 		}
 		if st.Done > 0 && st.CompletionTokens > 0 {
 			st.MeanCompletion = float64(st.CompletionTokens) / float64(st.Done)
@@ -120,10 +137,33 @@ func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, er
 	return rows, nil
 }
 
+// account fills in what the instance received and what of it has no
+// outcome yet, so that every record in is accounted for: passed on,
+// dropped by reason, a duplicate, skipped, failed or pending.
+func account(store *state.Store, n *engine.Node, st *instanceStatus) error {
+	accounted := st.Done - st.Copies + st.Dropped + st.Duplicates + st.Skipped + st.Failed
+	if len(n.Needs) == 0 {
+		st.In = accounted + sumValues(st.BadRows)
+		return nil
+	}
+	if st.State == "not run" {
+		return nil
+	}
+	for _, up := range n.Needs {
+		c, err := store.CountOutputs([]string{up.ID})
+		if err != nil {
+			return err
+		}
+		st.In += c
+	}
+	st.Pending = max(st.In-accounted, 0)
+	return nil
+}
+
 // printStatus writes the status table and each instance's reasons and files.
 func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "INSTANCE\tSTATE\tDONE\tDROPPED\tSKIPPED\tFAILED\tPROMPT TOK\tCOMPL TOK\tMEAN\tCOST\tTIME\t")
+	fmt.Fprintln(tw, "INSTANCE\tSTATE\tIN\tDONE\tDROPPED\tSKIPPED\tFAILED\tPROMPT TOK\tCOMPL TOK\tMEAN\tCOST\tTIME\t")
 	for _, r := range rows {
 		mean, cost := "-", "-"
 		if r.MeanCompletion > 0 {
@@ -132,7 +172,7 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		if r.Dollars > 0 {
 			cost = fmt.Sprintf("$%.2f", r.Dollars)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Instance, r.State, r.Done, r.Dropped, r.Skipped, r.Failed,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Instance, r.State, r.In, r.Done, r.Dropped, r.Skipped, r.Failed,
 			count(r.PromptTokens), count(r.CompletionTokens), mean, cost, duration(r.Seconds))
 	}
 	tw.Flush()
@@ -151,6 +191,12 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		if r.Duplicates > 0 {
 			notes = append(notes, fmt.Sprintf("%s stored once", engine.Plural(r.Duplicates, "duplicate")))
 		}
+		if r.Copies > 0 {
+			notes = append(notes, fmt.Sprintf("%d extra copies of records passed on more than once (weights)", r.Copies))
+		}
+		if r.Pending > 0 {
+			notes = append(notes, fmt.Sprintf("%d of the records in have no outcome yet (run again)", r.Pending))
+		}
 		if r.Reused > 0 {
 			notes = append(notes, fmt.Sprintf("%d of the done records reuse an earlier answer to the same prompt (no request)", r.Reused))
 		}
@@ -158,6 +204,9 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		notes = append(notes, reasonList("", r.Reasons)...)
 		if r.Output != "" {
 			notes = append(notes, "wrote "+r.Output)
+		}
+		for _, f := range r.MoreOutputs {
+			notes = append(notes, "wrote "+f)
 		}
 		if r.Error != "" {
 			notes = append(notes, "error: "+p.Spec.Redact(r.Error))
@@ -233,6 +282,8 @@ func fillStatus(store *state.Store, st *instanceStatus, live bool) error {
 		st.Retries = nil
 	}
 	st.BadRows = in.Stats.Skipped
+	st.Copies = in.Stats.Copies
+	st.MoreOutputs = slices.Sorted(maps.Keys(in.Stats.MoreOutputs))
 	// An instance with failed records finished its pass but is not done:
 	// the next run retries them, and what follows works on part of it.
 	if st.State == "done" && st.Failed > 0 {

@@ -40,6 +40,18 @@ func Open(t testing.TB, dir, spec string) (*engine.Pipeline, *state.Store) {
 	return p, store
 }
 
+// LoadErr writes spec to dir/spec.yaml and returns what loading it says:
+// nil for a valid spec, else every problem found.
+func LoadErr(t testing.TB, dir, spec string) error {
+	t.Helper()
+	path := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := engine.Load(path, NoEnv)
+	return err
+}
+
 // Run runs nodes of p (nil: all) and returns the results by instance ID.
 func Run(t testing.TB, p *engine.Pipeline, store *state.Store, nodes []*engine.Node) map[string]*engine.Result {
 	t.Helper()

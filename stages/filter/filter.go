@@ -1,5 +1,5 @@
-// Package filter is the stage that keeps or drops records by an expression
-// over their fields, counting what it dropped and why.
+// Package filter is the stage that keeps or drops records by ready-made
+// rules and expressions over their fields, counting what it dropped and why.
 package filter
 
 import (
@@ -14,31 +14,37 @@ import (
 func init() {
 	stages.Register(stages.Kind{
 		Name:    "filter",
-		Summary: "keep records for which `keep` is true and `drop` is false",
+		Summary: "drop records a rule rejects, keep those for which `keep` is true and `drop` is false",
 		Options: func() any { return &Options{} },
 		Check:   check,
 		New:     newFilter,
 	})
 }
 
-// Options of filter: expressions over record fields (see the README).
+// Options of filter: ready-made rules, then expressions over record
+// fields (see the README).
 type Options struct {
-	Keep specs.Expr `yaml:"keep" eval:"predicate"`
-	Drop specs.Expr `yaml:"drop" eval:"predicate"`
+	Rules *Rules     `yaml:"rules"`
+	Keep  specs.Expr `yaml:"keep" eval:"predicate"`
+	Drop  specs.Expr `yaml:"drop" eval:"predicate"`
 }
 
 func check(_ *specs.Spec, st *specs.Stage, o any) error {
 	opts := o.(*Options)
-	if opts.Keep.IsZero() && opts.Drop.IsZero() {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: filter needs `keep:` or `drop:` in `with:`", st.Name)}
+	if opts.Keep.IsZero() && opts.Drop.IsZero() && opts.Rules.isZero() {
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: filter needs `rules:`, `keep:` or `drop:` in `with:`", st.Name)}
+	}
+	if opts.Rules != nil {
+		return opts.Rules.check(st)
 	}
 	return nil
 }
 
-// Filter keeps records matching its expressions.
+// Filter keeps records that pass its rules and expressions.
 type Filter struct {
-	opts *Options
-	vars any
+	opts  *Options
+	vars  any
+	marks []markers
 }
 
 var (
@@ -47,11 +53,21 @@ var (
 )
 
 func newFilter(inst *stages.Instance) (stages.Stage, error) {
-	return &Filter{opts: inst.Options.(*Options), vars: inst.Spec.VarsValue()}, nil
+	f := &Filter{opts: inst.Options.(*Options), vars: inst.Spec.VarsValue()}
+	if f.opts.Rules != nil && f.opts.Rules.ThinkMarkers {
+		f.marks = targetMarkers(f.opts.Rules, inst.Spec)
+	}
+	return f, nil
 }
 
-// Process drops a record with the expression that rejected it as reason.
+// Process drops a record with the rule's name or the expression that
+// rejected it as reason.
 func (f *Filter) Process(_ context.Context, rec *conv.Record) (stages.Outcome, error) {
+	if f.opts.Rules != nil {
+		if rule := f.opts.Rules.apply(rec, f.marks); rule != "" {
+			return stages.Outcome{Status: stages.Dropped, Reason: rule}, nil
+		}
+	}
 	env := stages.RecordEnv(rec, f.vars)
 	if !f.opts.Keep.IsZero() {
 		v, err := f.opts.Keep.Eval(env)

@@ -69,6 +69,10 @@ type Options struct {
 	// Budget stops sending requests before a limit is crossed; records not
 	// sent are skipped (budget) and sent by a later run with a larger budget.
 	Budget *BudgetOptions `yaml:"budget" fp:"-"`
+	// Target generates until the record stages after this one (its
+	// filters) have accepted a number of answers; records not needed are
+	// skipped (target reached) and sent by a later run with a larger one.
+	Target *TargetOptions `yaml:"target" fp:"-"`
 	// ChatTemplateKwargs go to the chat template: sent with chat requests
 	// (over the endpoint's options) and used for the stage's own renders.
 	// They default to those of the tokenize stage generate reads from.
@@ -139,6 +143,14 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 			bad(st.OptionPos("budget", "dollars"), "a dollars budget needs `price:` on endpoint %s", opts.Endpoint)
 		}
 	}
+	if tg := opts.Target; tg != nil {
+		if tg.Accepted.IsZero() {
+			bad(st.OptionPos("target"), "target needs `accepted:` (the number of answers the filters after generate must accept)")
+		}
+		if a := tg.EstAcceptance; a != nil && (*a <= 0 || *a > 1) {
+			bad(st.OptionPos("target", "est_acceptance"), "est_acceptance is %v; use the share of answers expected to pass the filters, above 0 and at most 1", *a)
+		}
+	}
 	if !slices.Contains(specs.APIs, ep.API) {
 		return errs.ErrorOrNil() // the API is reported by the spec's own checks
 	}
@@ -176,6 +188,7 @@ type Generate struct {
 	timeout   time.Duration
 	log       func(string, ...any)
 	budget    *budget
+	quota     *quota
 	// used counts the tokens answered in this run, for Progress.
 	usedPrompt, usedCompletion atomic.Int64
 	// tok counts tokens a server did not report; nil when not configured.
@@ -247,6 +260,11 @@ func newGenerate(inst *stages.Instance) (stages.Stage, error) {
 			return nil, err
 		}
 	}
+	if o.Target != nil {
+		if err := g.setQuota(inst); err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
 }
 
@@ -307,16 +325,28 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 // Reuse keeps an answer the engine found again (same prompt content and
 // options) if the budget has room for it, as if generated now.
 func (g *Generate) Reuse(out *conv.Record) (stages.Outcome, error) {
-	if g.budget == nil || out.Generation == nil {
-		return stages.Outcome{Status: stages.Done, Record: out}, nil
+	if g.quota != nil {
+		reached, err := g.quota.reached(context.Background())
+		switch {
+		case err != nil:
+			return stages.Outcome{}, err
+		case reached:
+			return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
+		}
 	}
-	gen := out.Generation
-	ok, err := g.budget.takeKnown(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
-	switch {
-	case err != nil:
-		return stages.Outcome{}, err
-	case !ok:
-		return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
+	if g.budget != nil && out.Generation != nil {
+		gen := out.Generation
+		ok, err := g.budget.takeKnown(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
+		switch {
+		case err != nil:
+			return stages.Outcome{}, err
+		case !ok:
+			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
+		}
+	}
+	if g.quota != nil {
+		// Kept: within the quota, a found answer counts like a new one.
+		g.quota.countKnown(context.Background(), out)
 	}
 	return stages.Outcome{Status: stages.Done, Record: out}, nil
 }
@@ -341,11 +371,19 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		// The server would refuse it, or worse cut it and answer the rest.
 		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d tokens)", g.ep.spec.Name, c)}, nil
 	}
+	if send, err := g.admitQuota(ctx); err != nil {
+		return stages.Outcome{}, err
+	} else if !send {
+		return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
+	}
 	var t *ticket
 	prompt := promptTokens(rec)
 	if g.budget != nil {
 		var err error
 		t, err = g.budget.admit(ctx, prompt, g.answers(rec))
+		if err != nil && g.quota != nil {
+			g.quota.finish(false, false)
+		}
 		if errors.Is(err, ErrBudgetExhausted) {
 			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
 		}
@@ -355,6 +393,14 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	}
 	tl := &tally{}
 	out, err := g.converse(ctx, rec, t, tl)
+	if g.quota != nil {
+		if err == nil {
+			out.Key = rec.Key
+			g.quota.finish(true, g.quota.accepts(ctx, out))
+		} else {
+			g.quota.finish(false, false)
+		}
+	}
 	if err == nil {
 		g.usedPrompt.Add(int64(out.Generation.PromptTokens))
 		g.usedCompletion.Add(int64(max(out.Generation.CompletionTokens, out.Generation.TotalCompletionTokens)))
@@ -548,6 +594,9 @@ func (g *Generate) Progress() string {
 	if g.budget != nil {
 		parts = append(parts, g.budget.String())
 	}
+	if g.quota != nil {
+		parts = append(parts, g.quota.String())
+	}
 	if g.ep.spec.Price != nil {
 		parts = append(parts, fmt.Sprintf("$%.2f this run", g.Spent()))
 	}
@@ -684,7 +733,14 @@ func backoff(attempt int) time.Duration {
 // budget to the plan, saying what is left of it and what the records would
 // spend: a stage-wide budget is shared with the other datasets' estimates.
 func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
+	in, note, err := g.quotaEstimate(in)
+	if err != nil {
+		return in, err
+	}
 	out := in
+	if note != "" {
+		out.Note = note
+	}
 	per := g.ep.meanTokens
 	if g.ds != nil && g.ds.EstCompletionTokens > 0 {
 		per = g.ds.EstCompletionTokens

@@ -44,16 +44,35 @@ type Options struct {
 	// Weights scale datasets by name: 0.5 keeps a seeded half, 2 repeats
 	// every record twice. Unlisted datasets use their own `weight` (1).
 	Weights map[string]float64 `yaml:"weights"`
+	// WeightsBy is "records" (the default: a weight scales a dataset's
+	// records) or "tokens" (weights are shares of the training tokens).
+	WeightsBy string `yaml:"weights_by"`
+	// TotalTokens is, by tokens, the training tokens to write; by default
+	// the most the mixture reaches without repeating a record.
+	TotalTokens specs.Expr `yaml:"total_tokens" eval:"number"`
+	// Eval holds a seeded share of the records out, in a file of their own.
+	Eval *EvalOptions `yaml:"eval"`
 	// Overwrite lets merge replace an out that eaglet did not write (it is
 	// kept as out.prev); without it such a file is a validation error.
 	Overwrite bool `yaml:"overwrite" fp:"-"`
 }
 
-var _ stages.FileWriter = (*Options)(nil)
+var (
+	_ stages.FileWriter      = (*Options)(nil)
+	_ stages.MoreFilesWriter = (*Options)(nil)
+)
 
 // WritesFile names out, so that no other stage may write the same file.
 func (o *Options) WritesFile() (option, path string, overwrite bool) {
 	return "out", o.Out, o.Overwrite
+}
+
+// WritesMoreFiles names the eval split's file, checked as out is.
+func (o *Options) WritesMoreFiles() []stages.WrittenFile {
+	if o.Eval == nil || o.Eval.Out == "" {
+		return nil
+	}
+	return []stages.WrittenFile{{Option: []string{"eval", "out"}, Path: o.Eval.Out, Overwrite: o.Overwrite}}
 }
 
 func check(spec *specs.Spec, st *specs.Stage, o any) error {
@@ -68,6 +87,20 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	}
 	if opts.Format != "" && opts.Format != "messages" && opts.Format != "specforge" && opts.Format != "record" {
 		return &specs.Error{Pos: st.OptionPos("format"), Msg: fmt.Sprintf("stage %s: format is %q; use messages, specforge or record", st.Name, opts.Format)}
+	}
+	if opts.WeightsBy != "" && opts.WeightsBy != "records" && opts.WeightsBy != "tokens" {
+		return &specs.Error{Pos: st.OptionPos("weights_by"), Msg: fmt.Sprintf("stage %s: weights_by is %q; use records (a weight scales a dataset's records) or tokens (weights are shares of the training tokens)", st.Name, opts.WeightsBy)}
+	}
+	if !opts.TotalTokens.IsZero() && opts.WeightsBy != "tokens" {
+		return &specs.Error{Pos: st.OptionPos("total_tokens"), Msg: fmt.Sprintf("stage %s: total_tokens needs `weights_by: tokens`", st.Name)}
+	}
+	if e := opts.Eval; e != nil {
+		if e.Fraction <= 0 || e.Fraction >= 1 {
+			return &specs.Error{Pos: st.OptionPos("eval", "fraction"), Msg: fmt.Sprintf("stage %s: eval fraction is %g; use a share between 0 and 1 (0.02 holds out 2%% of the records)", st.Name, e.Fraction)}
+		}
+		if e.Out == "" {
+			return &specs.Error{Pos: st.OptionPos("eval"), Msg: fmt.Sprintf("stage %s: eval needs `out:` (the JSONL file of held-out records)", st.Name)}
+		}
 	}
 	var datasets []string
 	for _, ds := range spec.Datasets {
@@ -92,6 +125,13 @@ type Merge struct {
 	out   string
 	stage string
 	hash  string
+	// evalOut is the eval split's file and evalHash its stamp once written.
+	evalOut, evalHash string
+	log               func(format string, args ...any)
+	// mix is the mixture by tokens resolved against the input (weights_by: tokens).
+	mix *mix
+	// extra counts records passed on beyond the first of each (weights).
+	extra int
 }
 
 var (
@@ -103,7 +143,14 @@ var (
 
 func newMerge(inst *stages.Instance) (stages.Stage, error) {
 	o := inst.Options.(*Options)
-	return &Merge{opts: o, spec: inst.Spec, out: inst.Spec.Resolve(o.Out), stage: inst.ID}, nil
+	m := &Merge{opts: o, spec: inst.Spec, out: inst.Spec.Resolve(o.Out), stage: inst.ID, log: inst.Log}
+	if o.Eval != nil {
+		m.evalOut = inst.Spec.Resolve(o.Eval.Out)
+	}
+	if m.log == nil {
+		m.log = func(string, ...any) {}
+	}
+	return m, nil
 }
 
 func (m *Merge) weight(dataset string) float64 {
@@ -128,18 +175,44 @@ func (m *Merge) copies(rec *conv.Record) int {
 	return n
 }
 
-// Run passes every record on as often as its weight says.
+// Run passes every record on as often as its weight says, and records
+// held out for eval once.
 func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) error {
-	return in.Each(ctx, func(rec *conv.Record) error {
-		n := m.copies(rec)
+	m.extra, m.mix = 0, nil
+	if m.opts.WeightsBy == "tokens" {
+		x, err := m.planMix(ctx, in)
+		if err != nil {
+			return err
+		}
+		m.mix = x
+		m.log("%s", x.summary())
+	}
+	held := 0
+	err := in.Each(ctx, func(rec *conv.Record) error {
+		var n int
+		switch {
+		case m.weight(rec.Dataset) <= 0:
+		case m.inEval(rec.Key):
+			held++
+			return out.Keep(rec)
+		case m.mix != nil:
+			n = m.mix.copies(m, rec)
+		default:
+			n = m.copies(rec)
+		}
 		if n == 0 {
-			out.Drop("weight")
+			reason := "weight"
+			if m.mix != nil && m.weight(rec.Dataset) > 0 {
+				reason = "over its dataset's share of tokens"
+			}
+			out.Drop(reason)
 			return nil
 		}
 		if err := out.Keep(rec); err != nil {
 			return err
 		}
 		key := rec.Key
+		m.extra += n - 1
 		for i := 2; i <= n; i++ {
 			c := *rec
 			c.Key = fmt.Sprintf("%s~%d", key, i)
@@ -149,6 +222,17 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 		}
 		return nil
 	})
+	if err == nil && m.opts.Eval != nil {
+		m.log("eval split: %s held out for %s", plural(held, "record"), m.opts.Eval.Out)
+	}
+	return err
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Order shuffles: a record's rank is a seeded hash of its key, kept below
@@ -166,28 +250,38 @@ type line struct {
 	Tools    []conv.ToolDef `json:"tools,omitempty"`
 }
 
-// Finish writes the JSONL file and records its stamp.
+// Finish writes the JSONL file (and the eval split's) and records their stamps.
 func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
-	if err := m.write(ctx, out); err != nil {
+	if err := m.write(ctx, out, m.out, false); err != nil {
 		return fmt.Errorf("write %s: %w", m.out, err)
 	}
 	var err error
-	m.hash, err = state.FileStamp(m.out)
+	if m.hash, err = state.FileStamp(m.out); err != nil || m.evalOut == "" {
+		return err
+	}
+	if err := m.write(ctx, out, m.evalOut, true); err != nil {
+		return fmt.Errorf("write %s: %w", m.evalOut, err)
+	}
+	m.evalHash, err = state.FileStamp(m.evalOut)
 	return err
 }
 
-// write writes the JSONL file through outfile: whole or not at all, the
-// previous version kept as out.prev, never over a file eaglet did not write.
-func (m *Merge) write(ctx context.Context, out stages.Input) error {
+// write writes the records of one side of the split (all of them without
+// one) to path through outfile: whole or not at all, the previous version
+// kept as path.prev, never over a file eaglet did not write.
+func (m *Merge) write(ctx context.Context, out stages.Input, path string, eval bool) error {
 	spec, err := filepath.Abs(m.spec.Path)
 	if err != nil {
 		spec = m.spec.Path
 	}
 	o := outfile.Options{Spec: spec, Stage: m.stage, Overwrite: m.opts.Overwrite}
-	return outfile.Write(m.out, o, func(w io.Writer) error {
+	return outfile.Write(path, o, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		return out.Each(ctx, func(rec *conv.Record) error {
+			if m.inEval(rec.Key) != eval {
+				return nil
+			}
 			switch m.opts.Format {
 			case "record":
 				return enc.Encode(rec)
@@ -199,10 +293,15 @@ func (m *Merge) write(ctx context.Context, out stages.Input) error {
 	})
 }
 
-// Report names the written file so a deleted or edited output is remade.
+// Report names the written file so a deleted or edited output is remade,
+// and counts the extra copies weights made, for status's accounting.
 func (m *Merge) Report(s *state.Stats) {
+	s.Copies = m.extra
 	if m.hash != "" {
 		s.Output, s.OutputHash = m.out, m.hash
+	}
+	if m.evalHash != "" {
+		s.MoreOutputs = map[string]string{m.evalOut: m.evalHash}
 	}
 }
 
@@ -222,13 +321,21 @@ func (m *Merge) Estimate(in stages.Estimate) (stages.Estimate, error) {
 		return out, nil
 	}
 	out.Records, out.PromptTokens, out.CompletionTokens, out.Bytes = 0, 0, 0, 0
+	scale := m.weight
+	if m.opts.WeightsBy == "tokens" {
+		scale = m.estimateMix(in.ByDataset)
+		out.Exact = false
+	}
+	if m.opts.Eval != nil {
+		out.Note += fmt.Sprintf(" and %s (~%g%% held out)", m.opts.Eval.Out, 100*m.opts.Eval.Fraction)
+	}
 	var weighted []string
 	for _, ds := range m.spec.Datasets {
 		part, ok := in.ByDataset[ds.Name]
 		if !ok {
 			continue
 		}
-		w := m.weight(ds.Name)
+		w := scale(ds.Name)
 		out.Records += int(math.Round(w * float64(part.Records)))
 		out.PromptTokens += int64(math.Round(w * float64(part.PromptTokens)))
 		out.CompletionTokens += int64(math.Round(w * float64(part.CompletionTokens)))
@@ -237,7 +344,7 @@ func (m *Merge) Estimate(in stages.Estimate) (stages.Estimate, error) {
 			out.Exact = false
 		}
 		if w != 1 {
-			weighted = append(weighted, fmt.Sprintf("%s ×%g", ds.Name, w))
+			weighted = append(weighted, fmt.Sprintf("%s ×%.3g", ds.Name, w))
 		}
 	}
 	if len(weighted) > 0 {
