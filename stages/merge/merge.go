@@ -242,14 +242,6 @@ func (m *Merge) Order(rec *conv.Record) uint64 {
 	return stages.SeededHash(m.opts.ShuffleSeed, rec.Key)>>1 | 1
 }
 
-// line is one output record in the messages format.
-type line struct {
-	ID       string         `json:"id"`
-	Dataset  string         `json:"dataset"`
-	Messages []conv.Message `json:"messages"`
-	Tools    []conv.ToolDef `json:"tools,omitempty"`
-}
-
 // Finish writes the JSONL file (and the eval split's) and records their stamps.
 func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
 	if err := m.write(ctx, out, m.out, false); err != nil {
@@ -288,7 +280,7 @@ func (m *Merge) write(ctx context.Context, out stages.Input, path string, eval b
 			case "specforge":
 				return enc.Encode(toSpecForge(rec))
 			}
-			return enc.Encode(line{ID: rec.Key, Dataset: rec.Dataset, Messages: rec.Conversation(), Tools: rec.Tools})
+			return enc.Encode(toLine(rec))
 		})
 	})
 }

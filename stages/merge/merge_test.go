@@ -127,3 +127,38 @@ func TestMerge_FinishWritesReadableFile(t *testing.T) {
 		t.Errorf("temporary files left behind: %v", left)
 	}
 }
+
+// TestMessages_OpenAIFieldNames: the messages format speaks OpenAI's field
+// names, so stock chat templates render it, keeps the source row's id, and
+// reads back into the same conversation.
+func TestMessages_OpenAIFieldNames(t *testing.T) {
+	rec := &conv.Record{Key: "k1", Dataset: "d", Source: conv.Source{ID: "row-7"}, Messages: []conv.Message{
+		{Role: conv.User, Content: "weather?"},
+	}, Tools: []conv.ToolDef{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`)}},
+		Generation: &conv.Generation{Content: "", Reasoning: "need the tool",
+			ToolCalls: []conv.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}}}}
+	b, err := json.Marshal(toLine(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"k1","dataset":"d","source_id":"row-7","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":"","reasoning_content":"need the tool","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`
+	if string(b) != want {
+		t.Errorf("messages line:\n got %s\nwant %s", b, want)
+	}
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	os.WriteFile(path, append(b, '\n'), 0o644)
+	r, err := dataset.Open(path, dataset.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := r.Next()
+	if err != nil {
+		t.Fatalf("eaglet's own loader cannot read the messages output: %v", err)
+	}
+	gb, _ := json.Marshal(got.Messages)
+	wb, _ := json.Marshal(rec.Conversation())
+	if string(gb) != string(wb) || got.Source.ID != "k1" {
+		t.Errorf("round trip:\n got %s (id %q)\nwant %s (id k1)", gb, got.Source.ID, wb)
+	}
+}

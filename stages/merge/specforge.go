@@ -9,52 +9,27 @@ import (
 // reasoning_content, tool-call arguments as a JSON string, tools wrapped
 // as {type: function, function: {...}}.
 type specForgeLine struct {
-	ID            string             `json:"id"`
-	Conversations []specForgeMessage `json:"conversations"`
-	Tools         []specForgeTool    `json:"tools,omitempty"`
-}
-
-type specForgeMessage struct {
-	Role             string              `json:"role"`
-	Content          string              `json:"content"`
-	ReasoningContent string              `json:"reasoning_content,omitempty"`
-	ToolCalls        []specForgeToolCall `json:"tool_calls,omitempty"`
-	ToolCallID       string              `json:"tool_call_id,omitempty"`
-	Name             string              `json:"name,omitempty"`
-}
-
-type specForgeToolCall struct {
-	ID       string            `json:"id,omitempty"`
-	Type     string            `json:"type"`
-	Function specForgeFunction `json:"function"`
-}
-
-type specForgeFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type specForgeTool struct {
-	Type     string       `json:"type"`
-	Function conv.ToolDef `json:"function"`
+	ID            string               `json:"id"`
+	Conversations []conv.OpenAIMessage `json:"conversations"`
+	Tools         []conv.OpenAITool    `json:"tools,omitempty"`
 }
 
 func toSpecForge(rec *conv.Record) specForgeLine {
-	msgs := rec.Conversation()
-	out := specForgeLine{ID: rec.Key, Conversations: make([]specForgeMessage, len(msgs))}
-	for i, m := range msgs {
-		sm := specForgeMessage{Role: m.Role, Content: m.Content, ReasoningContent: m.Reasoning, ToolCallID: m.ToolCallID, Name: m.Name}
-		for _, c := range m.ToolCalls {
-			args := string(c.Arguments)
-			if args == "" {
-				args = "{}"
-			}
-			sm.ToolCalls = append(sm.ToolCalls, specForgeToolCall{ID: c.ID, Type: "function", Function: specForgeFunction{Name: c.Name, Arguments: args}})
-		}
-		out.Conversations[i] = sm
-	}
-	for _, t := range rec.Tools {
-		out.Tools = append(out.Tools, specForgeTool{Type: "function", Function: t})
-	}
-	return out
+	return specForgeLine{ID: rec.Key, Conversations: conv.ToOpenAI(rec.Conversation()), Tools: conv.ToolsToOpenAI(rec.Tools)}
+}
+
+// line is one output record in the messages format: OpenAI's field names
+// (reasoning_content, {type: function, function: ...} tools and calls), so
+// a stock Hugging Face chat template renders it as the server was sent it,
+// and the source row's own id beside eaglet's key.
+type line struct {
+	ID       string               `json:"id"`
+	Dataset  string               `json:"dataset"`
+	SourceID string               `json:"source_id,omitempty"`
+	Messages []conv.OpenAIMessage `json:"messages"`
+	Tools    []conv.OpenAITool    `json:"tools,omitempty"`
+}
+
+func toLine(rec *conv.Record) line {
+	return line{ID: rec.Key, Dataset: rec.Dataset, SourceID: rec.Source.ID, Messages: conv.ToOpenAI(rec.Conversation()), Tools: conv.ToolsToOpenAI(rec.Tools)}
 }
