@@ -180,6 +180,20 @@ func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) err
 	})
 }
 
+// EachCopy is Each showing every copy of a key that several needs hold
+// (stages.CopyInput).
+func (in *storeInput) EachCopy(ctx context.Context, fn func(*conv.Record) error) error {
+	return in.store.EachCopy(ctx, in.ids, func(row state.Row) error {
+		rec, err := decodeRow(row)
+		if err != nil {
+			return err
+		}
+		rec.Key = row.Key
+		in.cur = row
+		return fn(rec)
+	})
+}
+
 // orderedInput reads a node's own committed output in Order order.
 type orderedInput struct {
 	store *state.Store
@@ -232,6 +246,9 @@ func (o *batchOutput) Keep(rec *conv.Record) error {
 func (o *batchOutput) put(rec *conv.Record, it state.Item) error {
 	it.Status = int(stages.Done)
 	it.PromptTokens, it.CompletionTokens = tokens(rec)
+	if o.n.Dataset == nil {
+		it.Dataset = rec.Dataset
+	}
 	if o.orderer != nil {
 		it.Ord = o.orderer.Order(rec)
 	}

@@ -258,6 +258,9 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 		return outcome{item: it}
 	}
 	it.PromptTokens, it.CompletionTokens = tokens(rec)
+	if pr.node.Dataset == nil {
+		it.Dataset = rec.Dataset
+	}
 	if costly, ok := st.(stages.Costly); ok {
 		if it.InChash = row.Chash; it.InChash == "" {
 			it.InChash = contentHash(rec) // a row stored before schema 5
@@ -382,7 +385,11 @@ func (r *runner) reuseAll(ctx context.Context, pr *prepared, c stages.Costly, up
 			return nil // processing reports it
 		}
 		rec.Key = row.Key
-		o, ok := reuseData(c, found.Data, rec, state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash, InChash: row.Chash})
+		it := state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash, InChash: row.Chash}
+		if n.Dataset == nil {
+			it.Dataset = rec.Dataset
+		}
+		o, ok := reuseData(c, found.Data, rec, it)
 		if !ok || o.item.Status != int(stages.Done) {
 			return nil // unreadable or over the budget: the run decides
 		}

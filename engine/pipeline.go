@@ -15,6 +15,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // Pipeline is a compiled spec: stage kinds resolved, options decoded and
@@ -317,11 +318,16 @@ func (p *Pipeline) Ancestors(nodes []*Node) []*Node {
 	return out
 }
 
-// upstreamIDs returns the IDs of a node's needs, sorted for stable queries.
+// upstreamIDs returns what a node reads, sorted for stable queries: the
+// IDs of its needs, where a per-dataset node reads only its dataset's
+// records of a need that is not per dataset (a dedupe over every dataset).
 func (n *Node) upstreamIDs() []string {
 	ids := make([]string, len(n.Needs))
 	for i, up := range n.Needs {
 		ids[i] = up.ID
+		if n.Dataset != nil && up.Dataset == nil {
+			ids[i] = state.Part(up.ID, n.Dataset.Name)
+		}
 	}
 	sort.Strings(ids)
 	return ids

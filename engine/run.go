@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -287,7 +288,12 @@ func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, 
 // inputDigest combines the output digests of a node's needs.
 func (r *runner) inputDigest(n *Node) (string, error) {
 	h := sha256.New()
-	for _, id := range n.upstreamIDs() {
+	ids := make([]string, len(n.Needs))
+	for i, up := range n.Needs {
+		ids[i] = up.ID
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
 		up, err := r.store.GetInstance(id)
 		if err != nil {
 			return "", err

@@ -206,6 +206,14 @@ type Input interface {
 	Each(ctx context.Context, fn func(*conv.Record) error) error
 }
 
+// CopyInput is implemented by Inputs that can also show every copy of a
+// record that several needs hold (the same conversation in two datasets),
+// which Each shows once, in key order and then in the order of the needs'
+// names; for a stage that chooses between copies (dedupe).
+type CopyInput interface {
+	EachCopy(ctx context.Context, fn func(*conv.Record) error) error
+}
+
 // Output receives a Batch stage's results.
 type Output interface {
 	// Emit stores a new or changed record.

@@ -47,9 +47,28 @@ type Stats struct {
 	// MoreOutputs are further files the instance wrote (merge's eval
 	// split), by path, with their hashes.
 	MoreOutputs map[string]string `json:"more_outputs,omitempty"`
+	// Flagged counts records a stage passed on but marked, by reason
+	// (decontamination with action: flag).
+	Flagged map[string]int `json:"flagged,omitempty"`
+	// Examples are a few of the records a stage dropped or flagged, each
+	// beside what it matched, for `eaglet status --json`.
+	Examples []Example `json:"examples,omitempty"`
 	// Config is the canonical JSON the fingerprint was made from, kept so
 	// plan can say what changed.
 	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// Example is one record a stage dropped or flagged and what it matched.
+type Example struct {
+	Reason string `json:"reason"`
+	// Record and Match name records as DATASET/KEY (file:line), or a
+	// benchmark's file and line.
+	Record string `json:"record"`
+	Match  string `json:"match"`
+	// Similarity is the estimated Jaccard similarity of a near duplicate.
+	Similarity float64 `json:"similarity,omitempty"`
+	// Text is the matched words (a decontamination n-gram).
+	Text string `json:"text,omitempty"`
 }
 
 // GetInstance returns the stored instance, or nil when it never ran.

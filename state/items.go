@@ -37,6 +37,9 @@ type Item struct {
 	// InChash is the content hash of the input a costly outcome was made
 	// from; set only for stages whose outcomes are reused (generate).
 	InChash string
+	// Dataset is the record's dataset, set for instances that are not per
+	// dataset, whose readers may be (Part).
+	Dataset string
 	// Reused is set when the outcome was not made again but found under
 	// the same fingerprint and input content (ReusableOutcome).
 	Reused bool
@@ -70,6 +73,44 @@ func args(first []any, ids []string, rest ...any) []any {
 	return append(out, rest...)
 }
 
+// partSep separates an instance from a dataset in a Part; instance IDs
+// never hold a space.
+const partSep = " dataset="
+
+// Part names the records of one dataset in the output of an instance that
+// is not per dataset, for reading it from a per-dataset instance:
+// generate[B1] after a dedupe over every dataset reads Part("dedupe", "B1").
+// Every function taking upstream instances takes Parts too.
+func Part(inst, dataset string) string { return inst + partSep + dataset }
+
+// fromInstances returns the condition that a row (column prefix a, "u." or
+// "") belongs to one of ids, instances or Parts, and its arguments.
+func fromInstances(a string, ids []string) (string, []any) {
+	var whole, partArgs []any
+	var conds []string
+	for _, id := range ids {
+		if inst, ds, ok := strings.Cut(id, partSep); ok {
+			conds = append(conds, "("+a+"instance = ? AND "+a+"dataset = ?)")
+			partArgs = append(partArgs, inst, ds)
+		} else {
+			whole = append(whole, id)
+		}
+	}
+	if len(whole) > 0 {
+		conds = append([]string{a + "instance IN (" + placeholders(len(whole)) + ")"}, conds...)
+	}
+	return "(" + strings.Join(conds, " OR ") + ")", append(whole, partArgs...)
+}
+
+// join concatenates query arguments.
+func join(parts ...[]any) []any {
+	var out []any
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
 // resolved selects a row's own data or that of its origin.
 const (
 	resolvedCols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), COALESCE(u.data, d.data), u.chash`
@@ -85,9 +126,54 @@ func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row)
 	if len(instances) == 0 {
 		return nil
 	}
-	q := `SELECT ` + resolved + ` WHERE u.instance IN (` + placeholders(len(instances)) + `)
+	from, fromArgs := fromInstances("u.", instances)
+	q := `SELECT ` + resolved + ` WHERE ` + from + `
 		AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key, u.instance LIMIT ?`
-	return s.page(ctx, q, func(last string) []any { return args(nil, instances, last, pageSize) }, fn)
+	return s.page(ctx, q, func(last string) []any { return join(fromArgs, []any{last, pageSize}) }, fn)
+}
+
+// EachCopy is EachOutput showing every copy of a key that several of the
+// instances hold (the same conversation in two datasets), in key order and
+// then in the order of instance names, for a stage that chooses between
+// copies (dedupe).
+func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) error) error {
+	if len(instances) == 0 {
+		return nil
+	}
+	from, fromArgs := fromInstances("u.", instances)
+	q := `SELECT ` + resolvedCols + `, u.instance` + resolvedFrom + ` WHERE ` + from + `
+		AND u.live = 1 AND u.status = 0 AND (u.key, u.instance) > (?, ?) ORDER BY u.key, u.instance LIMIT ?`
+	lastKey, lastInst := "", ""
+	for {
+		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{lastKey, lastInst, pageSize})...)
+		if err != nil {
+			return err
+		}
+		var batch []Row
+		var insts []string
+		for rows.Next() {
+			var r Row
+			var inst string
+			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash, &inst); err != nil {
+				rows.Close()
+				return err
+			}
+			batch, insts = append(batch, r), append(insts, inst)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, r := range batch {
+			lastKey, lastInst = r.Key, insts[i]
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(batch) < pageSize {
+			return nil
+		}
+	}
 }
 
 // EachPending calls fn, in key order, for every input record that instance
@@ -97,12 +183,13 @@ func (s *Store) EachPending(ctx context.Context, inst string, upstream []string,
 	if len(upstream) == 0 {
 		return nil
 	}
+	from, fromArgs := fromInstances("u.", upstream)
 	q := `SELECT ` + resolved + `
 		LEFT JOIN items o ON o.instance = ? AND o.key = u.key
-		WHERE u.instance IN (` + placeholders(len(upstream)) + `) AND u.live = 1 AND u.status = 0 AND u.key > ?
+		WHERE ` + from + ` AND u.live = 1 AND u.status = 0 AND u.key > ?
 		AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2)
 		ORDER BY u.key LIMIT ?`
-	return s.page(ctx, q, func(last string) []any { return args([]any{inst}, upstream, last, fp, pageSize) }, fn)
+	return s.page(ctx, q, func(last string) []any { return join([]any{inst}, fromArgs, []any{last, fp, pageSize}) }, fn)
 }
 
 func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []any, fn func(Row) error) error {
@@ -225,8 +312,9 @@ func (s *Store) CountOutputs(instances []string) (int, error) {
 		return 0, nil
 	}
 	var n int
-	err := s.r.QueryRow(`SELECT COUNT(DISTINCT key) FROM items WHERE instance IN (`+placeholders(len(instances))+`)
-		AND live = 1 AND status = 0`, args(nil, instances)...).Scan(&n)
+	from, fromArgs := fromInstances("", instances)
+	err := s.r.QueryRow(`SELECT COUNT(DISTINCT key) FROM items WHERE `+from+`
+		AND live = 1 AND status = 0`, fromArgs...).Scan(&n)
 	return n, err
 }
 
@@ -241,16 +329,17 @@ func (s *Store) Reconcile(inst string, upstream []string, fp string) error {
 	if len(upstream) == 0 {
 		return nil
 	}
-	match := `EXISTS (SELECT 1 FROM items u WHERE u.instance IN (` + placeholders(len(upstream)) + `)
+	ups, upArgs := fromInstances("u.", upstream)
+	match := `EXISTS (SELECT 1 FROM items u WHERE ` + ups + `
 		AND u.key = items.key AND u.live = 1 AND u.status = 0 AND u.out_hash = items.in_hash)`
 	inRange := `instance = ? AND key > ? AND key <= ?`
 	return s.byKeyRange(inst, func(tx *sql.Tx, from, to string) error {
 		if _, err := tx.Exec(`UPDATE items SET live = 0 WHERE `+inRange+` AND live = 1 AND (fp != ? OR NOT `+match+`)`,
-			args([]any{inst, from, to, fp}, upstream)...); err != nil {
+			join([]any{inst, from, to, fp}, upArgs)...); err != nil {
 			return fmt.Errorf("reconcile %s: %w", inst, err)
 		}
 		if _, err := tx.Exec(`UPDATE items SET live = 1 WHERE `+inRange+` AND live = 0 AND fp = ? AND `+match,
-			args([]any{inst, from, to, fp}, upstream)...); err != nil {
+			join([]any{inst, from, to, fp}, upArgs)...); err != nil {
 			return fmt.Errorf("reconcile %s: %w", inst, err)
 		}
 		return nil
@@ -292,16 +381,16 @@ func (s *Store) byKeyRange(inst string, fn func(tx *sql.Tx, from, to string) err
 // With firstWins, a row already live (written earlier in the same batch) is
 // kept: a batch stage that emits a key twice stores it once.
 func upsertSQL(n int, firstWins bool) string {
-	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated,
-	chash, in_chash, reused, requests, retries)
+	chash, in_chash, reused, requests, retries, dataset)
 	VALUES ` + rows + `
 	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
 	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
 	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
 	attempts = attempts + 1, updated = excluded.updated, chash = excluded.chash, in_chash = excluded.in_chash,
-	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
+	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries, dataset = excluded.dataset` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
 }
 
 const chunk = 128
@@ -401,13 +490,13 @@ func putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
 			full.Close()
 		}
 	}()
-	vals := make([]any, 0, chunk*18)
+	vals := make([]any, 0, chunk*19)
 	for len(items) > 0 {
 		n := min(len(items), chunk)
 		vals = vals[:0]
 		for _, it := range items[:n] {
 			vals = append(vals, inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
-				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused, it.Requests, it.Retries)
+				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused, it.Requests, it.Retries, it.Dataset)
 		}
 		var err error
 		if n == chunk {
@@ -713,14 +802,15 @@ func (s *Store) CountPending(inst string, upstream []string, fp string) (Pending
 	if len(upstream) == 0 {
 		return p, nil
 	}
+	from, fromArgs := fromInstances("u.", upstream)
 	err := s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(u.chash != '' AND (
 			EXISTS (SELECT 1 FROM items c WHERE c.in_chash = u.chash AND c.in_chash != '' AND c.fp = ? AND c.status = 0
 				AND c.data IS NOT NULL)
 			OR EXISTS (SELECT 1 FROM cache c WHERE c.in_chash = u.chash AND c.fp = ?))), 0)
 		FROM (SELECT u.key, MIN(u.chash) AS chash FROM items u LEFT JOIN items o ON o.instance = ? AND o.key = u.key
-		WHERE u.instance IN (`+placeholders(len(upstream))+`) AND u.live = 1 AND u.status = 0
+		WHERE `+from+` AND u.live = 1 AND u.status = 0
 		AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2) GROUP BY u.key) u`,
-		args([]any{fp, fp, inst}, upstream, fp)...).Scan(&p.Records, &p.Reusable)
+		join([]any{fp, fp, inst}, fromArgs, []any{fp})...).Scan(&p.Records, &p.Reusable)
 	return p, err
 }
 
@@ -730,9 +820,9 @@ func (s *Store) EachByKey(ctx context.Context, instances, keys []string, fn func
 	if len(instances) == 0 || len(keys) == 0 {
 		return nil
 	}
-	q := `SELECT ` + resolved + ` WHERE u.instance IN (` + placeholders(len(instances)) + `)
+	from, a := fromInstances("u.", instances)
+	q := `SELECT ` + resolved + ` WHERE ` + from + `
 		AND u.key IN (` + placeholders(len(keys)) + `) AND u.live = 1 AND u.status = 0`
-	a := args(nil, instances)
 	for _, k := range keys {
 		a = append(a, k)
 	}

@@ -124,6 +124,16 @@ var migrations = []string{
 		error       TEXT NOT NULL DEFAULT '',
 		PRIMARY KEY (instance, shard, version)
 	);`,
+	// The dataset of each record of an instance that is not per dataset
+	// (a dedupe over every dataset), so a per-dataset stage after it reads
+	// its own dataset's records only. Rows of such instances written
+	// before are filled in from their records.
+	`ALTER TABLE items ADD COLUMN dataset TEXT NOT NULL DEFAULT '';
+	UPDATE items SET dataset = COALESCE(json_extract(data, '$.dataset'), '')
+		WHERE data IS NOT NULL AND json_valid(data) AND instance IN (SELECT id FROM instances WHERE dataset = '');
+	UPDATE items SET dataset = COALESCE((SELECT json_extract(d.data, '$.dataset') FROM items d
+			WHERE d.instance = items.origin AND d.key = items.key AND d.data IS NOT NULL AND json_valid(d.data)), '')
+		WHERE data IS NULL AND origin != '' AND instance IN (SELECT id FROM instances WHERE dataset = '');`,
 }
 
 // SchemaVersion is the schema this binary writes.

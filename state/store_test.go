@@ -235,3 +235,44 @@ func TestStore_QueriesUseIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_Open_FillsDatasets opens a schema-6 store whose instance over
+// every dataset holds a record of its own and a reference, and reads each
+// dataset's part of it.
+func TestStore_Open_FillsDatasets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range migrations[:6] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatalf("migration %d: %v", i, err)
+		}
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 6;
+		INSERT INTO instances (id, stage, dataset) VALUES ('load[a]', 'load', 'a'), ('load[b]', 'load', 'b'), ('all', 'cap', '');
+		INSERT INTO items (instance, key, status, data) VALUES ('load[a]', 'k1', 0, '{"dataset":"a"}'),
+			('load[b]', 'k2', 0, '{"dataset":"b"}'), ('all', 'k3', 0, '{"dataset":"b"}');
+		INSERT INTO items (instance, key, status, origin) VALUES ('all', 'k1', 0, 'load[a]'), ('all', 'k2', 0, 'load[b]')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for ds, want := range map[string]string{"a": "k1", "b": "k2 k3", "c": ""} {
+		var got []string
+		if err := s.EachOutput(context.Background(), []string{Part("all", ds)}, func(r Row) error {
+			got = append(got, r.Key)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("dataset %s of all: %q, want %q", ds, got, want)
+		}
+	}
+}
