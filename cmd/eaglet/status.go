@@ -62,6 +62,11 @@ type instanceStatus struct {
 	// Pending counts input records with no outcome yet: a run cut short,
 	// or input that changed since the instance ran.
 	Pending int `json:"pending,omitempty"`
+	// Flagged counts records passed on but marked (decontamination's
+	// action: flag), and Examples shows a few dropped or flagged records
+	// beside what they matched (a dedupe's survivor, a benchmark line).
+	Flagged  map[string]int  `json:"flagged,omitempty"`
+	Examples []state.Example `json:"examples,omitempty"`
 }
 
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
@@ -202,6 +207,7 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		}
 		notes = append(notes, reasonList("bad rows skipped", r.BadRows)...)
 		notes = append(notes, reasonList("", r.Reasons)...)
+		notes = append(notes, reasonList("flagged", r.Flagged)...)
 		if r.Output != "" {
 			notes = append(notes, "wrote "+r.Output)
 		}
@@ -284,6 +290,7 @@ func fillStatus(store *state.Store, st *instanceStatus, live bool) error {
 	st.BadRows = in.Stats.Skipped
 	st.Copies = in.Stats.Copies
 	st.MoreOutputs = slices.Sorted(maps.Keys(in.Stats.MoreOutputs))
+	st.Flagged, st.Examples = in.Stats.Flagged, in.Stats.Examples
 	// An instance with failed records finished its pass but is not done:
 	// the next run retries them, and what follows works on part of it.
 	if st.State == "done" && st.Failed > 0 {

@@ -3,10 +3,11 @@
 package all
 
 import (
-	_ "github.com/eaglet-dev/eaglet/stages/cap"    // cap
-	_ "github.com/eaglet-dev/eaglet/stages/filter" // filter
-	_ "github.com/eaglet-dev/eaglet/stages/generate"
-	_ "github.com/eaglet-dev/eaglet/stages/handoff"  // generate
+	_ "github.com/eaglet-dev/eaglet/stages/cap"      // cap
+	_ "github.com/eaglet-dev/eaglet/stages/dedupe"   // dedupe
+	_ "github.com/eaglet-dev/eaglet/stages/filter"   // filter
+	_ "github.com/eaglet-dev/eaglet/stages/generate" // generate
+	_ "github.com/eaglet-dev/eaglet/stages/handoff"  // handoff
 	_ "github.com/eaglet-dev/eaglet/stages/load"     // load
 	_ "github.com/eaglet-dev/eaglet/stages/merge"    // merge
 	_ "github.com/eaglet-dev/eaglet/stages/tokenize" // tokenize

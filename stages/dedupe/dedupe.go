@@ -1,0 +1,474 @@
+// Package dedupe is the stage that keeps one copy of each prompt before
+// anything is generated: exact duplicates (the same prompt up to case and
+// whitespace), near duplicates (MinHash LSH over word shingles) and,
+// optionally, prompts that share an n-gram with a benchmark.
+package dedupe
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+	"gopkg.in/yaml.v3"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+func init() {
+	stages.Register(stages.Kind{
+		Name:    "dedupe",
+		Summary: "keep one copy of each prompt across datasets (exact and near duplicates) and drop or flag benchmark prompts",
+		Options: func() any { return &Options{} },
+		Check:   check,
+		New:     newDedupe,
+	})
+}
+
+// Defaults of the options.
+const (
+	defaultThreshold = 0.8
+	defaultShingle   = 5
+	defaultNumPerm   = 128
+	defaultNGram     = 13
+	// examplesPerKind is how many dropped or flagged records of each kind
+	// status --json shows.
+	examplesPerKind = 3
+	// maxHeads bounds the comparisons a record makes in one LSH bucket:
+	// it is compared with the first few distinct groups found there.
+	maxHeads = 8
+)
+
+// Options of dedupe.
+type Options struct {
+	// Near turns near-duplicate detection off when false (exact only).
+	Near *bool `yaml:"near"`
+	// Threshold is the estimated Jaccard similarity of word shingles from
+	// which two prompts are near duplicates (default 0.8).
+	Threshold float64 `yaml:"threshold"`
+	// Shingle is the number of words in a shingle (default 5).
+	Shingle int `yaml:"shingle"`
+	// NumPerm is the number of MinHash permutations (default 128).
+	NumPerm int `yaml:"num_perm"`
+	// Priority lists datasets in the order their copies survive; datasets
+	// it leaves out follow in the spec's order.
+	Priority []string `yaml:"priority"`
+	// Decontaminate drops or flags prompts sharing an n-gram with a benchmark.
+	Decontaminate *Decontaminate `yaml:"decontaminate"`
+}
+
+// Decontaminate lists the benchmarks to keep out of the training data.
+type Decontaminate struct {
+	// Benchmarks are files in any shape load reads, relative to the spec.
+	Benchmarks []string `yaml:"benchmarks"`
+	// NGram is the number of consecutive words a prompt must share with a
+	// benchmark prompt (default 13, as GPT-3 and NeMo-Skills).
+	NGram int `yaml:"ngram"`
+	// Action is drop (the default) or flag (pass on and count).
+	Action string `yaml:"action"`
+}
+
+func check(spec *specs.Spec, st *specs.Stage, o any) error {
+	opts := o.(*Options)
+	var errs *multierror.Error
+	bad := func(pos specs.Pos, format string, args ...any) {
+		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
+	}
+	if t := opts.Threshold; t < 0 || t > 1 {
+		bad(st.OptionPos("threshold"), "threshold is %v; use a Jaccard similarity above 0, at most 1 (0.8 is usual)", t)
+	}
+	if opts.Shingle < 0 {
+		bad(st.OptionPos("shingle"), "shingle is %d; use a number of words, 1 or more (5 is usual)", opts.Shingle)
+	}
+	if p := opts.NumPerm; p != 0 && (p < 16 || p > 1024) {
+		bad(st.OptionPos("num_perm"), "num_perm is %d; use 16 to 1024 (128 is usual)", p)
+	}
+	var names []string
+	for _, ds := range spec.Datasets {
+		names = append(names, ds.Name)
+	}
+	for i, name := range opts.Priority {
+		switch {
+		case spec.Dataset(name) == nil:
+			bad(itemPos(st, i, "priority"), "priority names dataset %q, which the spec does not have%s; datasets: %s",
+				name, specs.Suggest(name, names), strings.Join(names, ", "))
+		case slices.Index(opts.Priority, name) < i:
+			bad(itemPos(st, i, "priority"), "priority names dataset %s twice; remove one", name)
+		}
+	}
+	if dc := opts.Decontaminate; dc != nil {
+		if len(dc.Benchmarks) == 0 {
+			bad(st.OptionPos("decontaminate"), "decontaminate needs `benchmarks:`, a list of benchmark files (any shape load reads)")
+		}
+		for i, b := range dc.Benchmarks {
+			if _, err := statFile(spec.Resolve(b)); err != nil {
+				bad(itemPos(st, i, "decontaminate", "benchmarks"), "benchmark %s: %v; give a file relative to the spec", b, err)
+			}
+		}
+		if dc.NGram < 0 {
+			bad(st.OptionPos("decontaminate", "ngram"), "ngram is %d; use a number of words, 1 or more (13 is usual)", dc.NGram)
+		}
+		if dc.Action != "" && dc.Action != "drop" && dc.Action != "flag" {
+			bad(st.OptionPos("decontaminate", "action"), "action is %q; use drop or flag", dc.Action)
+		}
+	}
+	return errs.ErrorOrNil()
+}
+
+// itemPos returns where the i-th item of the list option at path is, or
+// the list's position when it cannot be found.
+func itemPos(st *specs.Stage, i int, path ...string) specs.Pos {
+	n := st.With
+	for _, key := range path {
+		var next *yaml.Node
+		for j := 0; n != nil && n.Kind == yaml.MappingNode && j+1 < len(n.Content); j += 2 {
+			if n.Content[j].Value == key {
+				next = n.Content[j+1]
+			}
+		}
+		n = next
+	}
+	if n == nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+		return st.OptionPos(path...)
+	}
+	return specs.Pos{File: st.Pos.File, Line: n.Content[i].Line, Col: n.Content[i].Column}
+}
+
+// Dedupe is one instance of the stage.
+type Dedupe struct {
+	near      bool
+	threshold float64
+	numPerm   int
+	mh        *minHasher
+	// order is the datasets in survival order; rank maps a name to its place.
+	order []string
+	rank  map[string]int
+	// bench is nil without decontamination; benchPaths are resolved.
+	bench      *benchIndex
+	benchPaths []string
+	benchNames []string
+	flag       bool
+	ngram      int
+
+	examples []state.Example
+	flagged  map[string]int
+}
+
+var (
+	_ stages.Batch         = (*Dedupe)(nil)
+	_ stages.Fingerprinter = (*Dedupe)(nil)
+	_ stages.Estimator     = (*Dedupe)(nil)
+)
+
+func newDedupe(inst *stages.Instance) (stages.Stage, error) {
+	o := inst.Options.(*Options)
+	d := &Dedupe{near: o.Near == nil || *o.Near, threshold: o.Threshold, numPerm: o.NumPerm, rank: map[string]int{}}
+	if d.threshold == 0 {
+		d.threshold = defaultThreshold
+	}
+	if d.numPerm == 0 {
+		d.numPerm = defaultNumPerm
+	}
+	shingle := o.Shingle
+	if shingle == 0 {
+		shingle = defaultShingle
+	}
+	d.mh = newMinHasher(d.numPerm, shingle)
+	for _, name := range o.Priority {
+		d.rankOf(name)
+	}
+	for _, ds := range inst.Spec.Datasets {
+		d.rankOf(ds.Name)
+	}
+	if dc := o.Decontaminate; dc != nil {
+		d.flag, d.ngram = dc.Action == "flag", dc.NGram
+		if d.ngram == 0 {
+			d.ngram = defaultNGram
+		}
+		for _, b := range dc.Benchmarks {
+			d.benchPaths = append(d.benchPaths, inst.Spec.Resolve(b))
+			d.benchNames = append(d.benchNames, inst.Spec.Redact(b))
+		}
+	}
+	return d, nil
+}
+
+// rankOf returns a dataset's place in survival order; datasets the spec
+// does not name (records of a stage that renamed them) come last, in the
+// order they are met.
+func (d *Dedupe) rankOf(name string) int {
+	r, ok := d.rank[name]
+	if !ok {
+		r = len(d.order)
+		d.rank[name] = r
+		d.order = append(d.order, name)
+	}
+	return r
+}
+
+// Fingerprint adds what decides survivors beyond the options: the order of
+// the spec's datasets, and the benchmark files' content.
+func (d *Dedupe) Fingerprint() (string, error) {
+	fp := "order=" + strings.Join(d.order, ",")
+	if len(d.benchPaths) > 0 {
+		h, err := fileHashes(d.benchPaths, d.benchNames)
+		if err != nil {
+			return "", err
+		}
+		fp += " benchmarks=" + h
+	}
+	return fp, nil
+}
+
+// Estimate: at most the input, a guess until the stage has run.
+func (d *Dedupe) Estimate(in stages.Estimate) (stages.Estimate, error) {
+	in.Exact = false
+	return in, nil
+}
+
+// entry is what the stage keeps of a record between its two passes: a
+// fixed size, never the text (its signature is kept apart, in sigs).
+type entry struct {
+	key   [16]byte
+	exact uint64
+	rank  uint32
+	// hit is 1 + the index of the benchmark ref the prompt matched, 0 for none.
+	hit uint32
+	// noSig marks a prompt without words, which has no near duplicates.
+	noSig bool
+}
+
+func keyBytes(key string) [16]byte {
+	var k [16]byte
+	if b, err := hex.DecodeString(key); err == nil && len(b) == len(k) {
+		copy(k[:], b)
+		return k
+	}
+	copy(k[:], key) // not a content key: still a stable tie-break
+	return k
+}
+
+// Run reads the input twice: the first pass keeps a fixed-size entry and
+// signature per record and finds the groups of duplicates, the second
+// passes on each group's survivor and drops the rest, naming the survivor.
+func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) error {
+	each := in.Each
+	if c, ok := in.(stages.CopyInput); ok {
+		// The same record in two datasets is two copies to choose from.
+		each = c.EachCopy
+	}
+	if len(d.benchPaths) > 0 {
+		ix, err := readBenchmarks(d.benchPaths, d.benchNames, d.ngram)
+		if err != nil {
+			return err
+		}
+		d.bench = ix
+	}
+	ents := make([]entry, 0, in.Count())
+	var sigs []byte
+	if d.near {
+		sigs = make([]byte, 0, in.Count()*d.numPerm)
+	}
+	var hits []benchRef
+	var words []uint64
+	err := each(ctx, func(rec *conv.Record) error {
+		e := entry{key: keyBytes(rec.Key), exact: exactHash(rec), rank: uint32(d.rankOf(rec.Dataset))}
+		words = wordHashes(words[:0], promptText(rec))
+		if d.bench != nil {
+			if ref, _, _, ok := d.bench.match(words); ok {
+				hits = append(hits, ref)
+				e.hit = uint32(len(hits))
+			}
+		}
+		if d.near {
+			var ok bool
+			if sigs, ok = d.mh.sign(sigs, words); !ok {
+				sigs = append(sigs, make([]byte, d.numPerm)...)
+				e.noSig = true
+			}
+		}
+		ents = append(ents, e)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	uf := d.group(ents, sigs)
+
+	d.examples, d.flagged = nil, map[string]int{}
+	shown := map[string]int{}
+	example := func(kind string, ex state.Example) {
+		if shown[kind] < examplesPerKind {
+			shown[kind]++
+			d.examples = append(d.examples, ex)
+		}
+	}
+	i := 0
+	err = each(ctx, func(rec *conv.Record) error {
+		if i >= len(ents) || ents[i].key != keyBytes(rec.Key) {
+			return fmt.Errorf("the input changed while dedupe read it (record %s); run again", rec.Key)
+		}
+		e := ents[i]
+		root := int(uf.find(uint32(i)))
+		i++
+		switch {
+		case e.hit > 0 && !d.flag:
+			ref := hits[e.hit-1]
+			reason := fmt.Sprintf("%s: contaminated (%s)", rec.Dataset, d.bench.files[ref.file])
+			out.Drop(reason)
+			example("contaminated", d.benchExample(reason, rec, ref))
+			return nil
+		case root != i-1:
+			s, kind := ents[root], "exact"
+			if s.exact != e.exact {
+				kind = "near"
+			}
+			reason := fmt.Sprintf("%s: %s duplicate of %s", rec.Dataset, kind, d.order[s.rank])
+			out.Drop(reason)
+			ex := state.Example{Reason: reason, Record: name(rec.Dataset, rec.Key, rec.Source), Match: d.order[s.rank] + "/" + hex.EncodeToString(s.key[:])}
+			if kind == "near" {
+				ex.Similarity = similarity(sigs[(i-1)*d.numPerm:i*d.numPerm], sigs[root*d.numPerm:(root+1)*d.numPerm])
+			}
+			example(kind, ex)
+			return nil
+		case e.hit > 0:
+			ref := hits[e.hit-1]
+			reason := fmt.Sprintf("%s: contaminated (%s)", rec.Dataset, d.bench.files[ref.file])
+			d.flagged[reason]++
+			example("flagged", d.benchExample(reason, rec, ref))
+		}
+		return out.Keep(rec)
+	})
+	if err == nil && i != len(ents) {
+		err = fmt.Errorf("the input changed while dedupe read it (%d records, then %d); run again", len(ents), i)
+	}
+	return err
+}
+
+// group puts each record in a group with its duplicates: exact copies
+// always, near ones when their LSH bands meet and their estimated
+// similarity reaches the threshold. Contaminated prompts being dropped take
+// no part, so they never decide which copy survives.
+func (d *Dedupe) group(ents []entry, sigs []byte) *unionFind {
+	n := len(ents)
+	uf := &unionFind{parent: make([]uint32, n), pos: make([]uint32, n)}
+	order := make([]uint32, n)
+	for i := range n {
+		uf.parent[i], order[i] = uint32(i), uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		if c := int(ents[a].rank) - int(ents[b].rank); c != 0 {
+			return c
+		}
+		return slices.Compare(ents[a].key[:], ents[b].key[:])
+	})
+	for p, i := range order {
+		uf.pos[i] = uint32(p)
+	}
+	order = nil
+	skip := func(e entry) bool { return e.hit > 0 && !d.flag }
+
+	// bucket pairs a hash with a record; sorted, equal hashes are neighbours.
+	type bucket struct {
+		h uint64
+		i uint32
+	}
+	buckets := make([]bucket, 0, n)
+	byHash := func(a, b bucket) int {
+		if c := cmp.Compare(a.h, b.h); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	}
+	for i, e := range ents {
+		if !skip(e) {
+			buckets = append(buckets, bucket{e.exact, uint32(i)})
+		}
+	}
+	slices.SortFunc(buckets, byHash)
+	for j := 1; j < len(buckets); j++ {
+		if buckets[j].h == buckets[j-1].h {
+			uf.union(buckets[j-1].i, buckets[j].i)
+		}
+	}
+	if !d.near {
+		return uf
+	}
+	sig := func(i uint32) []byte { return sigs[int(i)*d.numPerm : int(i+1)*d.numPerm] }
+	bands, rows := lshParams(d.threshold, d.numPerm)
+	var heads []uint32
+	for b := range bands {
+		buckets = buckets[:0]
+		for i, e := range ents {
+			if skip(e) || e.noSig {
+				continue
+			}
+			h := uint64(fnvOffset)
+			for _, v := range sig(uint32(i))[b*rows : (b+1)*rows] {
+				h = (h ^ uint64(v)) * fnvPrime
+			}
+			buckets = append(buckets, bucket{h, uint32(i)})
+		}
+		slices.SortFunc(buckets, byHash)
+		for j := 0; j < len(buckets); {
+			k := j + 1
+			for k < len(buckets) && buckets[k].h == buckets[j].h {
+				k++
+			}
+			heads = heads[:0]
+			for _, m := range buckets[j:k] {
+				matched := false
+				for _, h := range heads {
+					if uf.find(h) == uf.find(m.i) {
+						matched = true
+					} else if similarity(sig(h), sig(m.i)) >= d.threshold {
+						uf.union(h, m.i)
+						matched = true
+					}
+					if matched {
+						break
+					}
+				}
+				if !matched && len(heads) < maxHeads {
+					heads = append(heads, m.i)
+				}
+			}
+			j = k
+		}
+	}
+	return uf
+}
+
+// benchExample shows a contaminated prompt beside the benchmark line it
+// shares an n-gram with, and the n-gram.
+func (d *Dedupe) benchExample(reason string, rec *conv.Record, ref benchRef) state.Example {
+	ex := state.Example{Reason: reason, Record: name(rec.Dataset, rec.Key, rec.Source), Match: d.bench.where(ref)}
+	parts := promptText(rec)
+	if _, at, length, ok := d.bench.match(wordHashes(nil, parts)); ok {
+		ex.Text = strings.Join(wordsOf(parts)[at:at+length], " ")
+	}
+	return ex
+}
+
+// name shows a record as DATASET/KEY (file:line).
+func name(dataset, key string, src conv.Source) string {
+	s := dataset + "/" + key
+	if src.File != "" && src.Line > 0 {
+		s += fmt.Sprintf(" (%s:%d)", src.File, src.Line)
+	}
+	return s
+}
+
+// Report keeps the examples and flagged counts for status.
+func (d *Dedupe) Report(s *state.Stats) {
+	s.Examples, s.Flagged = d.examples, d.flagged
+	if len(s.Flagged) == 0 {
+		s.Flagged = nil
+	}
+}
