@@ -286,3 +286,85 @@ func TestDedupe_BenchmarkEditReruns(t *testing.T) {
 		t.Errorf("generate[code] after a benchmark edit: %q, want %q", got, want)
 	}
 }
+
+// TestDedupe_BadOptions checks that every bad option is reported at once,
+// each at its file:line:col with what to do.
+func TestDedupe_BadOptions(t *testing.T) {
+	const base = `version: 1
+name: v
+datasets:
+  chat: {source: chat.jsonl}
+  code: {source: code.jsonl}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - name: dedupe
+    uses: dedupe
+    needs: [load]
+    with:
+`
+	tests := []struct {
+		name string
+		with string
+		want []string
+	}{
+		{
+			name: "ranges",
+			with: "      threshold: 1.5\n      shingle: -1\n      num_perm: 4\n",
+			want: []string{
+				"spec.yaml:12:18: stage dedupe: threshold is 1.5; use a Jaccard similarity above 0, at most 1",
+				"spec.yaml:13:16: stage dedupe: shingle is -1; use a number of words, 1 or more",
+				"spec.yaml:14:17: stage dedupe: num_perm is 4; use 16 to 1024",
+			},
+		},
+		{
+			name: "priority",
+			with: "      priority: [code, chta, code]\n",
+			want: []string{
+				`spec.yaml:12:24: stage dedupe: priority names dataset "chta", which the spec does not have (did you mean "chat"?); datasets: chat, code`,
+				"spec.yaml:12:30: stage dedupe: priority names dataset code twice; remove one",
+			},
+		},
+		{
+			name: "decontaminate",
+			with: "      decontaminate:\n        benchmarks:\n          - bench.jsonl\n          - gsm8k.jsonl\n        ngram: -3\n        action: remove\n",
+			want: []string{
+				"spec.yaml:15:13: stage dedupe: benchmark gsm8k.jsonl: no such file; give a file relative to the spec",
+				"spec.yaml:16:16: stage dedupe: ngram is -3; use a number of words, 1 or more",
+				`spec.yaml:17:17: stage dedupe: action is "remove"; use drop or flag`,
+			},
+		},
+		{
+			name: "no benchmarks",
+			with: "      decontaminate: {action: flag}\n",
+			want: []string{"spec.yaml:12:22: stage dedupe: decontaminate needs `benchmarks:`"},
+		},
+		{
+			name: "unknown key",
+			with: "      treshold: 0.7\n",
+			want: []string{`spec.yaml:12:7: unknown key "treshold" (did you mean "threshold"?)`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []string{"chat.jsonl", "code.jsonl", "bench.jsonl"} {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(`{"prompt": "hi"}`+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(dir, "spec.yaml")
+			if err := os.WriteFile(path, []byte(base+tt.with), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := engine.Load(path, enginetest.NoEnv)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
