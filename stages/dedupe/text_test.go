@@ -1,0 +1,134 @@
+package dedupe
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+)
+
+func TestExactHash(t *testing.T) {
+	rec := func(msgs ...string) *conv.Record {
+		r := &conv.Record{}
+		for i := 0; i+1 < len(msgs); i += 2 {
+			r.Messages = append(r.Messages, conv.Message{Role: msgs[i], Content: msgs[i+1]})
+		}
+		return r
+	}
+	base := rec("system", "Be brief.", "user", "What is a monad?")
+	withTool := rec("system", "Be brief.", "user", "What is a monad?")
+	withTool.Tools = []conv.ToolDef{{Name: "search", Parameters: json.RawMessage(`{}`)}}
+	tests := []struct {
+		name  string
+		other *conv.Record
+		same  bool
+	}{
+		{"case and whitespace", rec("system", "  be BRIEF.", "user", "What   is a\n\tmonad?"), true},
+		{"an answer is not the prompt", rec("system", "Be brief.", "user", "What is a monad?", "assistant", "A monoid."), true},
+		{"another role", rec("user", "Be brief.", "user", "What is a monad?"), false},
+		{"words moved between messages", rec("system", "Be brief. What", "user", "is a monad?"), false},
+		{"punctuation", rec("system", "Be brief", "user", "What is a monad?"), false},
+		{"tools offered", withTool, false},
+	}
+	for _, tt := range tests {
+		if got := exactHash(tt.other) == exactHash(base); got != tt.same {
+			t.Errorf("%s: same = %v, want %v", tt.name, got, tt.same)
+		}
+	}
+}
+
+func grams(parts []string, n int) []uint64 {
+	var out []uint64
+	eachGram(wordHashes(nil, parts), n, func(h uint64, _ int) bool {
+		out = append(out, h)
+		return true
+	})
+	return out
+}
+
+func TestGrams_StraddleMessagesIgnoreCaseAndSpacing(t *testing.T) {
+	tests := []struct {
+		a, b []string
+		n    int
+		// shared is how many grams of a are grams of b.
+		shared int
+	}{
+		{[]string{"one two three", "four five"}, []string{"THREE, four\n five!"}, 3, 1},
+		{[]string{"one two three", "four five"}, []string{"one two three four five"}, 5, 1},
+		{[]string{"one two three", "four five"}, []string{"one two four three five"}, 2, 1},
+		{[]string{"日本語のテキスト"}, []string{"語のテ"}, 3, 1},
+		{[]string{"x y"}, []string{"x y"}, 3, 0},
+	}
+	for _, tt := range tests {
+		in := map[uint64]bool{}
+		for _, h := range grams(tt.b, tt.n) {
+			in[h] = true
+		}
+		shared := 0
+		for _, h := range grams(tt.a, tt.n) {
+			if in[h] {
+				shared++
+			}
+		}
+		if shared != tt.shared {
+			t.Errorf("%q vs %q, n=%d: %d shared, want %d", tt.a, tt.b, tt.n, shared, tt.shared)
+		}
+	}
+}
+
+// TestSimilarity_EstimatesJaccard compares the signature estimate with
+// the exact Jaccard similarity of shingle sets, over texts with a share of
+// their words replaced.
+func TestSimilarity_EstimatesJaccard(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	mh := newMinHasher(defaultNumPerm, defaultShingle)
+	word := func() string { return fmt.Sprintf("w%d", r.IntN(5000)) }
+	for _, replace := range []float64{0, 0.01, 0.03, 0.1, 0.3, 1} {
+		a := make([]string, 300)
+		for i := range a {
+			a[i] = word()
+		}
+		b := append([]string(nil), a...)
+		for i := range b {
+			if r.Float64() < replace {
+				b[i] = word()
+			}
+		}
+		sa, _ := mh.sign(nil, wordHashes(nil, []string{strings.Join(a, " ")}))
+		sb, _ := mh.sign(nil, wordHashes(nil, []string{strings.Join(b, " ")}))
+		ga, gb := map[uint64]bool{}, map[uint64]bool{}
+		for _, h := range grams([]string{strings.Join(a, " ")}, defaultShingle) {
+			ga[h] = true
+		}
+		both := 0
+		for _, h := range grams([]string{strings.Join(b, " ")}, defaultShingle) {
+			if !gb[h] && ga[h] {
+				both++
+			}
+			gb[h] = true
+		}
+		exact := float64(both) / float64(len(ga)+len(gb)-both)
+		// Four standard deviations of a 128-permutation estimate.
+		if est := similarity(sa, sb); math.Abs(est-exact) > 4*math.Sqrt(exact*(1-exact)/defaultNumPerm)+0.02 {
+			t.Errorf("%.0f%% replaced: estimate %.3f, exact %.3f", 100*replace, est, exact)
+		}
+	}
+}
+
+func TestLSHParams(t *testing.T) {
+	for _, tt := range []struct {
+		threshold float64
+		numPerm   int
+	}{{0.8, 128}, {0.5, 128}, {0.9, 256}, {0.7, 16}} {
+		b, r := lshParams(tt.threshold, tt.numPerm)
+		// Where a pair becomes a candidate with probability one half.
+		half := math.Pow(1-math.Pow(0.5, 1/float64(b)), 1/float64(r))
+		if b*r > tt.numPerm || math.Abs(half-tt.threshold) > 0.1 {
+			t.Errorf("threshold %v over %d: %d bands of %d rows, candidates from %.2f", tt.threshold, tt.numPerm, b, r, half)
+		}
+	}
+}
