@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,43 +136,64 @@ func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row)
 // EachCopy is EachOutput showing every copy of a key that several of the
 // instances hold (the same conversation in two datasets), in key order and
 // then in the order of instance names, for a stage that chooses between
-// copies (dedupe).
+// copies (dedupe). Each instance is read in key order through its index
+// and the reads are merged here: ordering the union in SQL made SQLite
+// sort what was left of every instance for each page.
 func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) error) error {
-	if len(instances) == 0 {
-		return nil
+	type cursor struct {
+		id   string
+		inst string
+		rows []Row
+		last string
+		done bool
 	}
-	from, fromArgs := fromInstances("u.", instances)
-	q := `SELECT ` + resolvedCols + `, u.instance` + resolvedFrom + ` WHERE ` + from + `
-		AND u.live = 1 AND u.status = 0 AND (u.key, u.instance) > (?, ?) ORDER BY u.key, u.instance LIMIT ?`
-	lastKey, lastInst := "", ""
-	for {
-		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{lastKey, lastInst, pageSize})...)
+	curs := make([]*cursor, len(instances))
+	for i, id := range instances {
+		inst, _, _ := strings.Cut(id, partSep)
+		curs[i] = &cursor{id: id, inst: inst}
+	}
+	slices.SortFunc(curs, func(a, b *cursor) int { return strings.Compare(a.inst, b.inst) })
+	fill := func(c *cursor) error {
+		from, fromArgs := fromInstances("u.", []string{c.id})
+		q := `SELECT ` + resolved + ` WHERE ` + from + `
+			AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
+		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{c.last, pageSize})...)
 		if err != nil {
 			return err
 		}
-		var batch []Row
-		var insts []string
+		defer rows.Close()
 		for rows.Next() {
 			var r Row
-			var inst string
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash, &inst); err != nil {
-				rows.Close()
+			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash); err != nil {
 				return err
 			}
-			batch, insts = append(batch, r), append(insts, inst)
+			c.rows = append(c.rows, r)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
+		c.done = len(c.rows) < pageSize
+		if len(c.rows) > 0 {
+			c.last = c.rows[len(c.rows)-1].Key
 		}
-		for i, r := range batch {
-			lastKey, lastInst = r.Key, insts[i]
-			if err := fn(r); err != nil {
-				return err
+		return rows.Err()
+	}
+	for {
+		var next *cursor
+		for _, c := range curs {
+			if len(c.rows) == 0 && !c.done {
+				if err := fill(c); err != nil {
+					return err
+				}
+			}
+			if len(c.rows) > 0 && (next == nil || c.rows[0].Key < next.rows[0].Key) {
+				next = c
 			}
 		}
-		if len(batch) < pageSize {
+		if next == nil {
 			return nil
+		}
+		r := next.rows[0]
+		next.rows = next.rows[1:]
+		if err := fn(r); err != nil {
+			return err
 		}
 	}
 }

@@ -119,16 +119,19 @@ func TestSimilarity_EstimatesJaccard(t *testing.T) {
 	}
 }
 
+// TestLSHParams checks that pairs at the threshold mostly become
+// candidates (a missed pair costs a generation) and pairs well below it
+// mostly do not (each costs a comparison).
 func TestLSHParams(t *testing.T) {
 	for _, tt := range []struct {
 		threshold float64
 		numPerm   int
-	}{{0.8, 128}, {0.5, 128}, {0.9, 256}, {0.7, 16}} {
+	}{{0.8, 128}, {0.5, 128}, {0.9, 256}, {0.7, 64}} {
 		b, r := lshParams(tt.threshold, tt.numPerm)
-		// Where a pair becomes a candidate with probability one half.
-		half := math.Pow(1-math.Pow(0.5, 1/float64(b)), 1/float64(r))
-		if b*r > tt.numPerm || math.Abs(half-tt.threshold) > 0.1 {
-			t.Errorf("threshold %v over %d: %d bands of %d rows, candidates from %.2f", tt.threshold, tt.numPerm, b, r, half)
+		candidate := func(s float64) float64 { return 1 - math.Pow(1-math.Pow(s, float64(r)), float64(b)) }
+		if b*r > tt.numPerm || candidate(tt.threshold) < 0.8 || candidate(tt.threshold-0.3) > 0.15 {
+			t.Errorf("threshold %v over %d: %d bands of %d rows find %.2f of pairs at it, %.2f of pairs 0.3 below",
+				tt.threshold, tt.numPerm, b, r, candidate(tt.threshold), candidate(tt.threshold-0.3))
 		}
 	}
 }
