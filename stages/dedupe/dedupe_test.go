@@ -368,3 +368,28 @@ stages:
 		})
 	}
 }
+
+// TestDedupe_PlanCountsPerDataset checks that plan, before anything has
+// run, sends no request and says how many prompts each dataset's generate
+// instance will send once dedupe has dropped the copies.
+func TestDedupe_PlanCountsPerDataset(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 20})})
+	dir := setUp(t, srv.URL, "{decontaminate: {benchmarks: [bench.jsonl]}}", false)
+	p, err := engine.Load(filepath.Join(dir, "spec.yaml"), enginetest.NoEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"load[chat]": 8, "load[code]": 7, "dedupe": 7, "generate[chat]": 5, "generate[code]": 2}
+	for _, s := range p.Plan(nil, nil) {
+		got := s.Estimate.Records
+		if s.Node.Stage.Spec.Name == "generate" {
+			got = s.Todo
+		}
+		if s.Err != nil || got != want[s.Node.ID] {
+			t.Errorf("plan %s: %d records (%s, %v), want %d", s.Node.ID, got, s.Action, s.Err, want[s.Node.ID])
+		}
+	}
+	if n := srv.Take(); n != 0 {
+		t.Errorf("plan sent %d requests", n)
+	}
+}
