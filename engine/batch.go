@@ -169,21 +169,18 @@ type storeInput struct {
 func (in *storeInput) Count() int { return in.count }
 
 func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) error {
-	return in.store.EachOutput(ctx, in.ids, func(row state.Row) error {
-		rec, err := decodeRow(row)
-		if err != nil {
-			return err
-		}
-		rec.Key = row.Key
-		in.cur = row
-		return fn(rec)
-	})
+	return in.store.EachOutput(ctx, in.ids, in.visit(fn))
 }
 
 // EachCopy is Each showing every copy of a key that several needs hold
 // (stages.CopyInput).
 func (in *storeInput) EachCopy(ctx context.Context, fn func(*conv.Record) error) error {
-	return in.store.EachCopy(ctx, in.ids, func(row state.Row) error {
+	return in.store.EachCopy(ctx, in.ids, in.visit(fn))
+}
+
+// visit decodes each row for fn and remembers it for Keep.
+func (in *storeInput) visit(fn func(*conv.Record) error) func(state.Row) error {
+	return func(row state.Row) error {
 		rec, err := decodeRow(row)
 		if err != nil {
 			return err
@@ -191,7 +188,7 @@ func (in *storeInput) EachCopy(ctx context.Context, fn func(*conv.Record) error)
 		rec.Key = row.Key
 		in.cur = row
 		return fn(rec)
-	})
+	}
 }
 
 // orderedInput reads a node's own committed output in Order order.

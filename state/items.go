@@ -157,23 +157,15 @@ func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) e
 		from, fromArgs := fromInstances("u.", []string{c.id})
 		q := `SELECT ` + resolved + ` WHERE ` + from + `
 			AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
-		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{c.last, pageSize})...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r Row
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash); err != nil {
-				return err
-			}
+		err := s.eachRow(ctx, q, join(fromArgs, []any{c.last, pageSize}), func(r Row) error {
 			c.rows = append(c.rows, r)
-		}
+			return nil
+		})
 		c.done = len(c.rows) < pageSize
 		if len(c.rows) > 0 {
 			c.last = c.rows[len(c.rows)-1].Key
 		}
-		return rows.Err()
+		return err
 	}
 	for {
 		var next *cursor
@@ -848,7 +840,12 @@ func (s *Store) EachByKey(ctx context.Context, instances, keys []string, fn func
 	for _, k := range keys {
 		a = append(a, k)
 	}
-	rows, err := s.r.QueryContext(ctx, q, a...)
+	return s.eachRow(ctx, q, a, fn)
+}
+
+// eachRow runs a query selecting resolved rows and calls fn for each.
+func (s *Store) eachRow(ctx context.Context, q string, args []any, fn func(Row) error) error {
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
