@@ -113,7 +113,8 @@ func (d *Dedupe) Fingerprint() (string, error) {
 	return fp, nil
 }
 
-// Estimate: at most the input, a guess until the stage has run.
+// Estimate is at most the input, a guess until the stage has run (plan's
+// dry run then counts the survivors).
 func (d *Dedupe) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	in.Exact = false
 	return in, nil
@@ -131,6 +132,8 @@ type entry struct {
 	noSig bool
 }
 
+// keyBytes packs a record key (32 hex digits) into 16 bytes that sort as
+// the key does.
 func keyBytes(key string) [16]byte {
 	var k [16]byte
 	if b, err := hex.DecodeString(key); err == nil && len(b) == len(k) {
