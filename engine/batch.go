@@ -44,10 +44,6 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	}
 	in := &storeInput{store: r.store, ids: upstream, count: total}
 	out := &batchOutput{bw: bw, in: in, fp: pr.fp, n: n, prog: r.prog, dropped: map[string]int{}}
-	if err := r.reportCollapsed(pr, upstream, total, out.dropped); err != nil {
-		bw.Rollback()
-		return r.fail(n, err)
-	}
 	out.orderer, _ = pr.stage.(stages.Orderer)
 	if err := st.Run(ctx, in, out); err != nil {
 		bw.Rollback()
@@ -56,6 +52,13 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 			return &Result{Node: n, Action: "interrupted"}
 		}
 		return r.fail(n, err)
+	}
+	// A stage that read every copy (dedupe) accounted for each itself.
+	if !in.copies {
+		if err := r.reportCollapsed(pr, upstream, total, out.dropped); err != nil {
+			bw.Rollback()
+			return r.fail(n, err)
+		}
 	}
 	// A key emitted twice is stored once (the first wins): the rest are duplicates.
 	live, err := bw.Live()
@@ -164,6 +167,8 @@ type storeInput struct {
 	count int
 	// cur is the row being visited, so Keep can reference it without a copy.
 	cur state.Row
+	// copies is set once the stage has read every copy of shared keys.
+	copies bool
 }
 
 func (in *storeInput) Count() int { return in.count }
@@ -175,6 +180,7 @@ func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) err
 // EachCopy is Each showing every copy of a key that several needs hold
 // (stages.CopyInput).
 func (in *storeInput) EachCopy(ctx context.Context, fn func(*conv.Record) error) error {
+	in.copies = true
 	return in.store.EachCopy(ctx, in.ids, in.visit(fn))
 }
 

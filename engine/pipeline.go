@@ -318,10 +318,11 @@ func (p *Pipeline) Ancestors(nodes []*Node) []*Node {
 	return out
 }
 
-// upstreamIDs returns what a node reads, sorted for stable queries: the
-// IDs of its needs, where a per-dataset node reads only its dataset's
-// records of a need that is not per dataset (a dedupe over every dataset).
-func (n *Node) upstreamIDs() []string {
+// Inputs returns what a node reads, sorted for stable queries: the IDs of
+// its needs, where a per-dataset node reads only its dataset's records of
+// a need that is not per dataset (a state.Part of a dedupe over every
+// dataset).
+func (n *Node) Inputs() []string {
 	ids := make([]string, len(n.Needs))
 	for i, up := range n.Needs {
 		ids[i] = up.ID

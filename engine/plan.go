@@ -235,7 +235,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		upstreamBroken = upstreamBroken || us.Err != nil
 		in = add(in, us.Estimate)
 	}
-	upstream := n.upstreamIDs()
+	upstream := n.Inputs()
 	if store != nil && !upstreamRuns && !upstreamBroken && len(upstream) > 0 {
 		if c, err := store.CountOutputs(upstream); err == nil {
 			in.Records, in.Exact = c, true

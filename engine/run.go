@@ -214,7 +214,7 @@ type runner struct {
 }
 
 func (r *runner) runNode(ctx context.Context, n *Node) *Result {
-	upstream := n.upstreamIDs()
+	upstream := n.Inputs()
 	count, err := r.store.CountOutputs(upstream)
 	if err != nil {
 		return r.fail(n, err)

@@ -56,6 +56,11 @@ stages:
 	}
 	rows, _ := statusOf(t, spec)
 	for _, r := range rows {
+		// Every record in is accounted for: a per-dataset generate
+		// receives its own dataset's survivors, dedupe every copy.
+		if r.In != r.Done+r.Dropped || r.Pending != 0 {
+			t.Errorf("%s: %d in, %d done, %d dropped, %d pending", r.Instance, r.In, r.Done, r.Dropped, r.Pending)
+		}
 		if r.Instance != "dedupe" {
 			continue
 		}

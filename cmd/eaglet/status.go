@@ -154,8 +154,10 @@ func account(store *state.Store, n *engine.Node, st *instanceStatus) error {
 	if st.State == "not run" {
 		return nil
 	}
-	for _, up := range n.Needs {
-		c, err := store.CountOutputs([]string{up.ID})
+	// Each need's records on their own: those several needs share are
+	// counted as dropped (collapsed, or a dedupe's copies) by the reader.
+	for _, id := range n.Inputs() {
+		c, err := store.CountOutputs([]string{id})
 		if err != nil {
 			return err
 		}
