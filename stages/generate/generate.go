@@ -59,6 +59,12 @@ type Options struct {
 	// or "all" (regenerate every assistant turn in order, each conditioned
 	// on the target's own earlier answers).
 	Turns string `yaml:"turns"`
+	// ToolTurns is "keep" (assistant turns with tool calls stay as the
+	// source wrote them, with their recorded results; the default) or
+	// "regenerate" (with turns: all, the target answers them too: when it
+	// calls the same functions the recorded results follow its calls,
+	// otherwise its answer ends the conversation).
+	ToolTurns string `yaml:"tool_turns"`
 	// Order is "" (the store's order) or "longest_first": records whose
 	// source answer is longest go first, so the run does not end waiting on
 	// a few long answers started last.
@@ -128,6 +134,12 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	}
 	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
 		bad(st.OptionPos("turns"), "turns is %q; use last or all", opts.Turns)
+	}
+	switch {
+	case opts.ToolTurns != "" && opts.ToolTurns != "keep" && opts.ToolTurns != "regenerate":
+		bad(st.OptionPos("tool_turns"), "tool_turns is %q; use keep or regenerate", opts.ToolTurns)
+	case opts.ToolTurns == "regenerate" && opts.Turns != "all":
+		bad(st.OptionPos("tool_turns"), "tool_turns: regenerate answers the source's tool-call turns among every assistant turn; it needs turns: all")
 	}
 	if b := opts.Budget; b != nil {
 		if b.Tolerance != nil && (*b.Tolerance < 0 || *b.Tolerance > 1) {
@@ -486,12 +498,31 @@ func (g *Generate) answers(rec *conv.Record) int {
 	n := 1 + len(followUps)
 	if g.opts.Turns == "all" {
 		for i, m := range base {
-			if regenerated(i, m) {
+			if regenerated(i, m) || (g.opts.ToolTurns == "regenerate" && i > 0 && m.Role == conv.Assistant && len(m.ToolCalls) > 0) {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// splice keeps the target's answer to a source tool-call turn when it
+// calls the same functions in the same order: its calls take the source's
+// call ids, so the recorded tool results that follow answer them. ok is
+// false when the target answered otherwise.
+func splice(gen *conv.Generation, src conv.Message) (conv.Message, bool) {
+	m := gen.Message()
+	if len(m.ToolCalls) != len(src.ToolCalls) {
+		return m, false
+	}
+	m.ToolCalls = slices.Clone(m.ToolCalls)
+	for i, c := range m.ToolCalls {
+		if c.Name != src.ToolCalls[i].Name {
+			return m, false
+		}
+		m.ToolCalls[i].ID = src.ToolCalls[i].ID
+	}
+	return m, true
 }
 
 // regenerated says whether turns: all answers message m, at position i of
@@ -547,38 +578,65 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		return gen, err
 	}
 	var convo []conv.Message
+	// ended is the answer that ended the conversation early: the target
+	// answered a source tool-call turn otherwise than the source did, so
+	// the recorded tool results no longer follow.
+	var ended *conv.Generation
 	if g.opts.Turns == "all" {
 		for _, m := range base {
-			if regenerated(len(convo), m) {
+			switch {
+			case regenerated(len(convo), m):
 				gen, err := ask(convo, nil)
 				if err != nil {
 					return nil, err
 				}
 				turn(len(convo), gen, lastSent)
 				m = gen.Message()
+			case g.opts.ToolTurns == "regenerate" && m.Role == conv.Assistant && len(m.ToolCalls) > 0 && len(convo) > 0:
+				gen, err := ask(convo, nil)
+				if err != nil {
+					return nil, err
+				}
+				spliced, ok := splice(gen, m)
+				if !ok {
+					ended = gen
+					break
+				}
+				turn(len(convo), gen, lastSent)
+				m = spliced
+			}
+			if ended != nil {
+				break
 			}
 			convo = append(convo, m)
 		}
 	} else {
 		convo = append(convo, base...)
 	}
-	ids := rec.PromptIDs
-	if steps > 0 || len(followUps) > 0 {
-		// The tokenized prompt was made of another conversation.
-		ids = nil
-	}
-	gen, err := ask(convo, ids)
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range followUps {
-		turn(len(convo), gen, lastSent)
-		convo = append(convo, gen.Message(), f)
-		if gen, err = ask(convo, nil); err != nil {
+	gen := ended
+	if gen == nil {
+		ids := rec.PromptIDs
+		if steps > 0 || len(followUps) > 0 {
+			// The tokenized prompt was made of another conversation.
+			ids = nil
+		}
+		var err error
+		if gen, err = ask(convo, ids); err != nil {
 			return nil, err
+		}
+		for _, f := range followUps {
+			turn(len(convo), gen, lastSent)
+			convo = append(convo, gen.Message(), f)
+			if gen, err = ask(convo, nil); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := *rec
+	if ended != nil {
+		// The answer ends the conversation where it was given.
+		out.Messages = convo
+	}
 	if steps > 1 {
 		out.Messages = convo
 		gen.TotalCompletionTokens = spent

@@ -170,3 +170,51 @@ stages:
 		})
 	}
 }
+
+// TestTurns_RegenerateToolTurns: with tool_turns: regenerate the target
+// answers the source's tool-call turns too; when it calls the same
+// function its call takes the source's id and the recorded result follows,
+// otherwise its answer ends the conversation there.
+func TestTurns_RegenerateToolTurns(t *testing.T) {
+	row := `{"messages": [{"role": "user", "content": "Book a table for two in Paris."}, {"role": "assistant", "content": "", "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "book_table", "arguments": "{\"city\": \"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "call_9", "content": "{\"ok\": true}"}, {"role": "user", "content": "What should I wear?"}], "tools": [{"type": "function", "function": {"name": "book_table", "parameters": {"type": "object"}}}]}`
+	for _, tc := range []struct {
+		rate     string
+		messages int // messages before the final answer
+		turns    int
+	}{
+		{"1", 4, 1}, // the target calls book_table: spliced, the result follows
+		{"0", 1, 0}, // the target answers in words: the conversation ends there
+	} {
+		t.Run("tool_call_rate "+tc.rate, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(row+"\n"), 0o644)
+			spec := `version: 1
+name: tools
+state: state.db
+datasets: {d: {source: d.jsonl, format: messages}}
+endpoints: {sim: {api: sim, options: {seed: 4, mean_tokens: 40, tool_call_rate: ` + tc.rate + `}}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 300, turns: all, tool_turns: regenerate}}
+  - {name: merge, uses: merge, needs: [generate], with: {out: out.jsonl, format: record}}
+`
+			enginetest.OpenAndRun(t, dir, spec)
+			var got conv.Record
+			if err := json.Unmarshal(bytes.TrimSpace(mustRead(t, filepath.Join(dir, "out.jsonl"))), &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Messages) != tc.messages || len(got.Generation.Turns) != tc.turns {
+				t.Fatalf("%d messages and %d earlier turns before the answer; want %d and %d:\n%s", len(got.Messages), len(got.Generation.Turns), tc.messages, tc.turns, mustRead(t, filepath.Join(dir, "out.jsonl")))
+			}
+			if tc.turns == 1 {
+				m := got.Messages[got.Generation.Turns[0].Message]
+				if len(m.ToolCalls) != 1 || m.ToolCalls[0].ID != "call_9" || m.ToolCalls[0].Name != "book_table" || string(m.ToolCalls[0].Arguments) == `{"city": "Paris"}` {
+					t.Errorf("spliced turn %+v: want the target's own book_table call under the source's id call_9", m)
+				}
+				if got.Messages[2].Role != conv.Tool || got.Messages[2].ToolCallID != "call_9" {
+					t.Errorf("the recorded tool result does not follow the spliced call: %+v", got.Messages[2])
+				}
+			}
+		})
+	}
+}
