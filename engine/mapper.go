@@ -414,6 +414,12 @@ func encodeOutcome(it state.Item, rec *conv.Record) outcome {
 	}
 	it.Data, it.OutHash, it.Chash = data, hashBytes(data), contentHash(rec)
 	it.PromptTokens, it.CompletionTokens = tokens(rec)
+	if g := rec.Generation; g != nil {
+		it.Finish = g.FinishReason
+		if t := g.Timing; t != nil {
+			it.Sent, it.FirstToken, it.Finished, it.URL = t.Sent, t.FirstToken, t.Finished, t.URL
+		}
+	}
 	return outcome{item: it}
 }
 

@@ -48,6 +48,11 @@ type Item struct {
 	// included; Retries the retried failures by kind, as "kind=n,kind=n".
 	Requests int
 	Retries  string
+	// Finish is a generated answer's finish reason; Sent, FirstToken and
+	// Finished when its request ran (Unix ms), URL the server that answered.
+	Finish                     string
+	Sent, FirstToken, Finished int64
+	URL                        string
 }
 
 // Row is a record read from an instance's live output.
@@ -395,16 +400,18 @@ func (s *Store) byKeyRange(inst string, fn func(tx *sql.Tx, from, to string) err
 // With firstWins, a row already live (written earlier in the same batch) is
 // kept: a batch stage that emits a key twice stores it once.
 func upsertSQL(n int, firstWins bool) string {
-	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated,
-	chash, in_chash, reused, requests, retries, dataset)
+	chash, in_chash, reused, requests, retries, dataset, finish, sent_ms, first_ms, done_ms, url)
 	VALUES ` + rows + `
 	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
 	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
 	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
 	attempts = attempts + 1, updated = excluded.updated, chash = excluded.chash, in_chash = excluded.in_chash,
-	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries, dataset = excluded.dataset` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
+	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries, dataset = excluded.dataset,
+	finish = excluded.finish, sent_ms = excluded.sent_ms, first_ms = excluded.first_ms, done_ms = excluded.done_ms,
+	url = excluded.url` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
 }
 
 const chunk = 128
@@ -504,13 +511,14 @@ func putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
 			full.Close()
 		}
 	}()
-	vals := make([]any, 0, chunk*19)
+	vals := make([]any, 0, chunk*24)
 	for len(items) > 0 {
 		n := min(len(items), chunk)
 		vals = vals[:0]
 		for _, it := range items[:n] {
 			vals = append(vals, inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
-				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused, it.Requests, it.Retries, it.Dataset)
+				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused, it.Requests, it.Retries,
+				it.Dataset, it.Finish, it.Sent, it.FirstToken, it.Finished, it.URL)
 		}
 		var err error
 		if n == chunk {

@@ -144,6 +144,18 @@ type Generation struct {
 	MaxTokens int `json:"max_tokens"`
 	// Model names what answered (endpoint model or "sim").
 	Model string `json:"model,omitempty"`
+	// Timing says when the request that made the answer ran and where. It
+	// is kept in the store's own columns, not in the record: output files
+	// and the record's hashes stay those of the answer alone.
+	Timing *Timing `json:"-"`
+}
+
+// Timing is when one answer's request was sent, showed its first token and
+// finished (Unix milliseconds; FirstToken is 0 without streaming), and the
+// server URL that answered ("" in process).
+type Timing struct {
+	Sent, FirstToken, Finished int64
+	URL                        string
 }
 
 // Turn is one earlier answer of a record answered turn by turn.

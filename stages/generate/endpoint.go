@@ -236,14 +236,21 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	defer watchdog.Stop()
 	r := *req
 	gaps := e.lim.watchStream()
+	var first atomic.Int64
 	r.Progress = func(p backend.Progress) {
 		watchdog.Reset(timeout)
 		gaps.event()
+		first.CompareAndSwap(0, time.Now().UnixMilli())
 		if req.Progress != nil {
 			req.Progress(p)
 		}
 	}
-	gen, err := e.be.Generate(ctx, &r)
+	var served string
+	gen, err := e.be.Generate(pool.WithServed(ctx, &served), &r)
+	if err == nil {
+		// The report's throughput and in-flight charts are made of these.
+		gen.Timing = &conv.Timing{Sent: start.UnixMilli(), FirstToken: first.Load(), Finished: time.Now().UnixMilli(), URL: served}
+	}
 	var be *backend.Error
 	switch {
 	case errors.As(err, &be) && be.NotSent:

@@ -31,6 +31,9 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 	if err != nil {
 		return err
 	}
+	if served, ok := ctx.Value(servedKey{}).(*string); ok {
+		*served = u.Base
+	}
 	healthy, err := p.post(ctx, joinURL(u.Base, path), body, auth, read)
 	err = redact(err, auth.APIKey)
 	var failure error
@@ -39,6 +42,15 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 	}
 	p.Release(u, failure)
 	return err
+}
+
+type servedKey struct{}
+
+// WithServed returns a context under which Post writes to *url the base URL
+// of the server each request goes to, so the caller can say which of an
+// endpoint's URLs answered without the backends passing it through.
+func WithServed(ctx context.Context, url *string) context.Context {
+	return context.WithValue(ctx, servedKey{}, url)
 }
 
 func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, read func(io.Reader) error) (bool, error) {

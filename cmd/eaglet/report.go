@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/report"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+func init() {
+	register(command{name: "report", summary: "write the run's HTML report: lengths, outcomes, throughput, budget, records", run: runReport})
+}
+
+func runReport(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := newFlags(env, "report", "[--out FILE] [--allow-outside] SPEC",
+		"Writes one self-contained HTML file (no network needed to view it) from the state store,\nread-only: it may run beside a run. The default file is report.html beside the store.")
+	out := fs.String("out", "", "the HTML file to write (default: report.html beside the state store)")
+	p, err := specFromArgs(env, fs, args)
+	if err != nil {
+		return err
+	}
+	store, err := state.OpenReadOnly(p.Spec.State)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	path := *out
+	if path == "" {
+		path = reportPath(p)
+	}
+	if err := writeReport(ctx, p, store, path); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "wrote %s\n", path)
+	return nil
+}
+
+// reportPath is where a run leaves its report: beside the state store.
+func reportPath(p *engine.Pipeline) string {
+	return filepath.Join(filepath.Dir(p.Spec.State), "report.html")
+}
+
+// reportInput tells the report what the pipeline's instances are.
+func reportInput(p *engine.Pipeline, live bool) report.Input {
+	in := report.Input{Spec: p.Spec.Name, SpecPath: p.Spec.Path, StatePath: p.Spec.State, Live: live}
+	for _, n := range p.Nodes {
+		i := report.Instance{ID: n.ID, Stage: n.Stage.Spec.Name}
+		if n.Dataset != nil {
+			i.Dataset, i.EstCompletion = n.Dataset.Name, n.Dataset.EstCompletionTokens
+		}
+		for _, up := range n.Needs {
+			i.Upstream = append(i.Upstream, up.ID)
+		}
+		if o, ok := n.Stage.Options.(stages.EndpointUser); ok {
+			i.Endpoint = o.EndpointName()
+			if ep := p.Spec.Endpoint(i.Endpoint); ep != nil && ep.Price != nil {
+				i.Price = &report.Price{Input: ep.Price.Input, Output: ep.Price.Output}
+			}
+		}
+		in.Instances = append(in.Instances, i)
+	}
+	return in
+}
+
+// writeReport builds the report and writes it to path through a temporary
+// file, so a browser reloading it never reads half a page.
+func writeReport(ctx context.Context, p *engine.Pipeline, store *state.Store, path string) error {
+	page, err := report.Build(ctx, store, reportInput(p, false))
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.html")
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := page.Render(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	// CreateTemp makes the file private; a report is for sharing.
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

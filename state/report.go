@@ -1,0 +1,198 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// OpenReadOnly opens the store at path for reading only, as `eaglet report`
+// and `serve` do while a run may be writing it: no lock, no migration, no
+// writer connection, and WAL lets each short query read beside the run's
+// commits without blocking them. A store of an older schema is refused
+// with the command that upgrades it.
+func OpenReadOnly(path string) (*Store, error) {
+	if !Exists(path) {
+		return nil, fmt.Errorf("open state %s: no such file; run the spec first", path)
+	}
+	dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path) + "?mode=ro&_busy_timeout=10000"
+	r, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	var v int
+	if err := r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	switch {
+	case v > SchemaVersion:
+		r.Close()
+		return nil, fmt.Errorf("open state %s: %w: schema version %d, this eaglet knows up to %d", path, ErrNewerSchema, v, SchemaVersion)
+	case v < SchemaVersion:
+		r.Close()
+		return nil, fmt.Errorf("open state %s: written by an older eaglet (schema %d, this one reads %d); `eaglet status` on the spec upgrades it", path, v, SchemaVersion)
+	}
+	return &Store{path: path, r: r}, nil
+}
+
+// ValueCount is how many live, done records of an instance have one value
+// of a column, and how many of those stopped at max_tokens.
+type ValueCount struct {
+	Value, N, Cut int
+}
+
+// TokenCounts tallies the live, done records of inst by completion tokens
+// (completion true) or prompt tokens, with the number cut at max_tokens
+// (finish reason "length") at each: distinct lengths are few next to
+// records, so a million records come back as a few thousand rows to bin.
+func (s *Store) TokenCounts(ctx context.Context, inst string, completion bool) ([]ValueCount, error) {
+	col := "ptok"
+	if completion {
+		col = "ctok"
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+col+`, COUNT(*), SUM(finish = 'length') FROM items
+		WHERE instance = ? AND live = 1 AND status = 0 GROUP BY `+col+` ORDER BY `+col, inst)
+	if err != nil {
+		return nil, fmt.Errorf("token counts of %s: %w", inst, err)
+	}
+	defer rows.Close()
+	var out []ValueCount
+	for rows.Next() {
+		var c ValueCount
+		if err := rows.Scan(&c.Value, &c.N, &c.Cut); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// FinishCounts tallies the live, done records of inst by finish reason
+// ("" for records with none: no answer, or stored before schema 6).
+func (s *Store) FinishCounts(ctx context.Context, inst string) (map[string]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT finish, COUNT(*) FROM items WHERE instance = ? AND live = 1
+		AND status = 0 GROUP BY finish`, inst)
+	if err != nil {
+		return nil, fmt.Errorf("finish reasons of %s: %w", inst, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var f string
+		var n int
+		if err := rows.Scan(&f, &n); err != nil {
+			return nil, err
+		}
+		out[f] = n
+	}
+	return out, rows.Err()
+}
+
+// TimeSpan is the first send and last finish (Unix ms) of the answers of
+// the given instances that carry timing, live or set aside (a superseded
+// answer was still work the server did); zero when none has.
+func (s *Store) TimeSpan(ctx context.Context, instances []string) (first, last int64, err error) {
+	if len(instances) == 0 {
+		return 0, 0, nil
+	}
+	err = s.r.QueryRowContext(ctx, `SELECT COALESCE(MIN(sent_ms), 0), COALESCE(MAX(done_ms), 0) FROM items
+		WHERE instance IN (`+placeholders(len(instances))+`) AND sent_ms > 0`, args(nil, instances)...).Scan(&first, &last)
+	if err != nil {
+		return 0, 0, fmt.Errorf("time span: %w", err)
+	}
+	return first, last, nil
+}
+
+// TimeBin is what one instance's requests to one URL did in one time bin:
+// requests sent, requests finished and the completion tokens they brought.
+type TimeBin struct {
+	Instance, URL string
+	Bin           int
+	Sent, Done    int
+	Tokens        int64
+}
+
+// Timeline bins the timed answers of the given instances into bins of
+// width ms from start (Unix ms), by instance and URL: sends by when they
+// were sent, finishes and tokens by when they finished. SQLite groups the
+// rows, so only the bins come back.
+func (s *Store) Timeline(ctx context.Context, instances []string, start, width int64) ([]TimeBin, error) {
+	if len(instances) == 0 || width <= 0 {
+		return nil, nil
+	}
+	in := `instance IN (` + placeholders(len(instances)) + `) AND sent_ms > 0`
+	q := `SELECT instance, url, (sent_ms - ?) / ?, COUNT(*), 0, 0 FROM items WHERE ` + in + ` GROUP BY 1, 2, 3
+		UNION ALL SELECT instance, url, (done_ms - ?) / ?, 0, COUNT(*), SUM(ctok) FROM items WHERE ` + in + ` GROUP BY 1, 2, 3`
+	a := args([]any{start, width}, instances)
+	a = append(a, start, width)
+	a = args(a, instances)
+	rows, err := s.r.QueryContext(ctx, q, a...)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %w", err)
+	}
+	defer rows.Close()
+	var out []TimeBin
+	for rows.Next() {
+		var b TimeBin
+		if err := rows.Scan(&b.Instance, &b.URL, &b.Bin, &b.Sent, &b.Done, &b.Tokens); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// FailureBin counts the records of an instance that failed with one
+// reason in one time bin (by when the failure was stored).
+type FailureBin struct {
+	Instance, Reason string
+	Bin, N           int
+}
+
+// Failures bins the live failed records of the given instances as
+// Timeline bins its answers.
+func (s *Store) Failures(ctx context.Context, instances []string, start, width int64) ([]FailureBin, error) {
+	if len(instances) == 0 || width <= 0 {
+		return nil, nil
+	}
+	// updated is in nanoseconds.
+	rows, err := s.r.QueryContext(ctx, `SELECT instance, reason, (updated / 1000000 - ?) / ?, COUNT(*) FROM items
+		WHERE instance IN (`+placeholders(len(instances))+`) AND live = 1 AND status = 3 GROUP BY 1, 2, 3`,
+		args([]any{start, width}, instances)...)
+	if err != nil {
+		return nil, fmt.Errorf("failures over time: %w", err)
+	}
+	defer rows.Close()
+	var out []FailureBin
+	for rows.Next() {
+		var b FailureBin
+		if err := rows.Scan(&b.Instance, &b.Reason, &b.Bin, &b.N); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// Sample returns up to n live, done records of inst. Keys are content
+// hashes, so the first n by key are a fair sample of the whole.
+func (s *Store) Sample(ctx context.Context, inst string, n int) ([]Row, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+resolved+` WHERE u.instance = ? AND u.live = 1 AND u.status = 0
+		ORDER BY u.key LIMIT ?`, inst, n)
+	if err != nil {
+		return nil, fmt.Errorf("sample of %s: %w", inst, err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
