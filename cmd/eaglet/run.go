@@ -66,6 +66,15 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 			printStatus(env.stdout, p, rows)
 		}
 		printSummary(env.stderr, time.Since(started), results, rows, p.Spec.Path)
+		// The report is a view of the store: a run that cannot write it
+		// has still done its work, so it only says so. It is written even
+		// when interrupted, hence not under ctx.
+		path := reportPath(p)
+		if err := writeReport(context.Background(), p, store, path); err != nil {
+			fmt.Fprintf(env.stderr, "  report not written: %v\n", err)
+		} else {
+			fmt.Fprintf(env.stderr, "  report: %s\n", path)
+		}
 	}
 	if errors.Is(err, engine.ErrInterrupted) {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted; run again to continue where it stopped")}

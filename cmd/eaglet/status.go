@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -67,6 +68,20 @@ type instanceStatus struct {
 	// beside what they matched (a dedupe's survivor, a benchmark line).
 	Flagged  map[string]int  `json:"flagged,omitempty"`
 	Examples []state.Example `json:"examples,omitempty"`
+	// Lengths is the completion-length histogram of a request-sending
+	// instance, drawn as a sparkline in the table's notes.
+	Lengths *lengthHistogram `json:"completion_lengths,omitempty"`
+}
+
+// lengthHistogram is a length histogram as `status --json` gives it:
+// bin i counts the answers of Edges[i] to Edges[i+1]-1 tokens.
+type lengthHistogram struct {
+	Log            bool    `json:"log_scale"`
+	Edges          []int   `json:"edges"`
+	Counts         []int   `json:"counts"`
+	MaxTokens      int     `json:"max_tokens,omitempty"`
+	CutAtMaxTokens float64 `json:"cut_at_max_tokens"`
+	line           string
 }
 
 func runStatus(_ context.Context, env *cmdEnv, args []string) error {
@@ -117,6 +132,14 @@ func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, er
 			st.MeanCompletion = float64(st.CompletionTokens) / float64(st.Done)
 		}
 		if o, ok := n.Stage.Options.(stages.EndpointUser); ok {
+			if store != nil && st.Done > 0 {
+				h, err := report.Lengths(context.Background(), store, n.ID)
+				if err != nil {
+					return nil, err
+				}
+				st.Lengths = &lengthHistogram{Log: h.Log, Edges: h.Edges, Counts: h.Counts, MaxTokens: h.MaxTokens,
+					CutAtMaxTokens: h.CutShare(), line: h.Sparkline() + "  " + h.Summary()}
+			}
 			if ep := p.Spec.Endpoint(o.EndpointName()); ep != nil && ep.Price != nil {
 				st.Dollars = (float64(st.PromptTokens)*ep.Price.Input + float64(st.CompletionTokens)*ep.Price.Output) / 1e6
 			}
@@ -187,6 +210,9 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		var notes []string
 		if r.Detected != "" {
 			notes = append(notes, "read as "+r.Detected)
+		}
+		if r.Lengths != nil {
+			notes = append(notes, "answer lengths "+r.Lengths.line)
 		}
 		if r.Requests > 0 {
 			line := fmt.Sprintf("%s sent", engine.Plural(r.Requests, "request"))

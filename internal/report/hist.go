@@ -1,10 +1,13 @@
 package report
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -168,4 +171,25 @@ func (h Histogram) Summary() string {
 		s += fmt.Sprintf("; %.1f%% cut at max_tokens %d", 100*h.CutShare(), h.MaxTokens)
 	}
 	return s
+}
+
+// Lengths is the completion-length histogram of one request-sending
+// instance, with the max_tokens its answers were asked with, for `status`.
+func Lengths(ctx context.Context, st *state.Store, inst string) (Histogram, error) {
+	counts, err := st.TokenCounts(ctx, inst, true)
+	if err != nil {
+		return Histogram{}, err
+	}
+	rows, err := st.Sample(ctx, inst, 1)
+	if err != nil {
+		return Histogram{}, err
+	}
+	mt := 0
+	for _, r := range rows {
+		var rec conv.Record
+		if json.Unmarshal(r.Data, &rec) == nil && rec.Generation != nil {
+			mt = rec.Generation.MaxTokens
+		}
+	}
+	return Bin(counts, mt), nil
 }
