@@ -4,6 +4,8 @@ go 1.27.3
 
 require (
 	github.com/ardanlabs/jinja v1.12.0
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/klauspost/compress v1.17.9
@@ -16,6 +18,7 @@ require (
 
 require (
 	github.com/andybalholm/brotli v1.1.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect

@@ -108,6 +108,7 @@ func (s *Store) TimeSpan(ctx context.Context, instances []string) (first, last i
 
 // TimeBin is what one instance's requests to one URL did in one time bin:
 // requests sent, requests finished and the completion tokens they brought.
+// Bin -1 holds what happened before the start.
 type TimeBin struct {
 	Instance, URL string
 	Bin           int
@@ -117,17 +118,19 @@ type TimeBin struct {
 
 // Timeline bins the timed answers of the given instances into bins of
 // width ms from start (Unix ms), by instance and URL: sends by when they
-// were sent, finishes and tokens by when they finished. SQLite groups the
-// rows, so only the bins come back.
+// were sent, finishes and tokens by when they finished; what came before
+// start falls in bin -1. SQLite groups the rows, so only the bins come back.
 func (s *Store) Timeline(ctx context.Context, instances []string, start, width int64) ([]TimeBin, error) {
 	if len(instances) == 0 || width <= 0 {
 		return nil, nil
 	}
 	in := `instance IN (` + placeholders(len(instances)) + `) AND sent_ms > 0`
-	q := `SELECT instance, url, (sent_ms - ?) / ?, COUNT(*), 0, 0 FROM items WHERE ` + in + ` GROUP BY 1, 2, 3
-		UNION ALL SELECT instance, url, (done_ms - ?) / ?, 0, COUNT(*), SUM(ctok) FROM items WHERE ` + in + ` GROUP BY 1, 2, 3`
-	a := args([]any{start, width}, instances)
-	a = append(a, start, width)
+	q := `SELECT instance, url, CASE WHEN sent_ms < ? THEN -1 ELSE (sent_ms - ?) / ? END, COUNT(*), 0, 0 FROM items
+		WHERE ` + in + ` GROUP BY 1, 2, 3
+		UNION ALL SELECT instance, url, CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END, 0, COUNT(*), SUM(ctok) FROM items
+		WHERE ` + in + ` GROUP BY 1, 2, 3`
+	a := args([]any{start, start, width}, instances)
+	a = append(a, start, start, width)
 	a = args(a, instances)
 	rows, err := s.r.QueryContext(ctx, q, a...)
 	if err != nil {
@@ -152,16 +155,16 @@ type FailureBin struct {
 	Bin, N           int
 }
 
-// Failures bins the live failed records of the given instances as
-// Timeline bins its answers.
+// Failures bins the live failed records of the given instances failed
+// since start as Timeline bins its answers.
 func (s *Store) Failures(ctx context.Context, instances []string, start, width int64) ([]FailureBin, error) {
 	if len(instances) == 0 || width <= 0 {
 		return nil, nil
 	}
 	// updated is in nanoseconds.
 	rows, err := s.r.QueryContext(ctx, `SELECT instance, reason, (updated / 1000000 - ?) / ?, COUNT(*) FROM items
-		WHERE instance IN (`+placeholders(len(instances))+`) AND live = 1 AND status = 3 GROUP BY 1, 2, 3`,
-		args([]any{start, width}, instances)...)
+		WHERE instance IN (`+placeholders(len(instances))+`) AND live = 1 AND status = 3 AND updated / 1000000 >= ?
+		GROUP BY 1, 2, 3`, args([]any{start, width}, instances, start)...)
 	if err != nil {
 		return nil, fmt.Errorf("failures over time: %w", err)
 	}

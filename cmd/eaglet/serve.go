@@ -82,8 +82,8 @@ func isLoopback(host string) bool {
 // liveReport serves the report page, built from the store at most every
 // pageTTL.
 type liveReport struct {
-	p      *engine.Pipeline
-	token  string
+	p     *engine.Pipeline
+	token string
 
 	mu    sync.Mutex
 	store *state.Store

@@ -55,8 +55,10 @@ type Page struct {
 	Summary                    []Fact
 	// Sections are "all datasets" first, then one per request-sending instance.
 	Sections []Section
-	// Timeline holds the charts over time; empty before any timed answer.
-	Timeline []Chart
+	// Timeline holds the charts over time of the latest run, empty before
+	// any timed answer; TimelineTitle says when that run began.
+	Timeline      []Chart
+	TimelineTitle string
 	// Records is the browser's sample, as JSON for the page's script.
 	Records json.RawMessage
 	// Datasets and Finishes fill the browser's filters.
@@ -114,7 +116,7 @@ func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
 	}
 	p.Sections = sections
 	p.Summary = summary(in, gens, outcomes, &all)
-	if p.Timeline, err = timeline(ctx, st, gens, estimate(gens, outcomes)); err != nil {
+	if p.TimelineTitle, p.Timeline, err = timeline(ctx, st, gens, estimate(gens, outcomes)); err != nil {
 		return nil, err
 	}
 	p.Sampled, p.Total = len(recs), all.done

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -12,11 +13,11 @@ import (
 // never under a second.
 const timeBins = 100
 
-// timeline draws the charts over time of the request-sending instances:
-// throughput and requests per endpoint URL, requests in flight per
-// endpoint, failures by kind, and the completion tokens spent against the
-// plan's estimate.
-func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64) ([]Chart, error) {
+// timeline draws the charts over time of the request-sending instances'
+// latest run: throughput and answers per endpoint URL, requests in flight
+// per endpoint, failures by kind, and the completion tokens spent against
+// the plan's estimate. The title says when that run began.
+func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64) (string, []Chart, error) {
 	ids := make([]string, len(gens))
 	endpoint := map[string]string{}
 	for i, g := range gens {
@@ -25,56 +26,22 @@ func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64
 	}
 	first, last, err := st.TimeSpan(ctx, ids)
 	if err != nil || first == 0 {
-		return nil, err
+		return "", nil, err
 	}
-	width := max(1000, (last-first+timeBins-1)/timeBins)
-	bins := int((last-first)/width) + 1
-	tb, err := st.Timeline(ctx, ids, first, width)
+	tl, err := binTimeline(ctx, st, ids, endpoint, first, last)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	fails, err := st.Failures(ctx, ids, first, width)
-	if err != nil {
-		return nil, err
-	}
-	sec := float64(width) / 1000
-	tokens, requests, inflight := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
-	cumulative := make([]float64, bins)
-	at := func(m map[string][]float64, k string) []float64 {
-		if m[k] == nil {
-			m[k] = make([]float64, bins)
-		}
-		return m[k]
-	}
-	for _, b := range tb {
-		if b.Bin < 0 || b.Bin >= bins {
-			continue
-		}
-		url := endpoint[b.Instance]
-		if b.URL != "" {
-			url += " " + b.URL
-		}
-		at(tokens, url)[b.Bin] += float64(b.Tokens) / sec
-		at(requests, url)[b.Bin] += float64(b.Done) / sec
-		f := at(inflight, endpoint[b.Instance])
-		f[b.Bin] += float64(b.Sent - b.Done)
-		cumulative[b.Bin] += float64(b.Tokens)
-	}
-	for _, f := range inflight {
-		for i := 1; i < bins; i++ {
-			f[i] += f[i-1]
+	// A store holds every run's answers: an idle stretch (nothing sent,
+	// finished or in flight) ends one run, and the charts show the last.
+	if idle := tl.lastIdle(); idle >= 0 {
+		if tl, err = binTimeline(ctx, st, ids, endpoint, first+int64(idle+1)*tl.width, last); err != nil {
+			return "", nil, err
 		}
 	}
-	for i := 1; i < bins; i++ {
-		cumulative[i] += cumulative[i-1]
-	}
-	failures := map[string][]float64{}
-	for _, f := range fails {
-		if f.Bin >= 0 && f.Bin < bins {
-			at(failures, failureKind(f.Reason))[f.Bin] += float64(f.N)
-		}
-	}
-	burn := []series{{Name: "completion tokens generated", Points: cumulative}}
+	sec := float64(tl.width) / 1000
+	bins := tl.bins
+	burn := []series{{Name: "completion tokens generated", Points: tl.cumulative}}
 	if est > 0 {
 		line := make([]float64, bins)
 		for i := range line {
@@ -83,16 +50,109 @@ func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64
 		burn = append(burn, series{Name: "plan's estimate (records × est_completion_tokens)", Points: line, Dashed: true})
 	}
 	charts := []Chart{
-		lineChart("tokens-per-second", "completion tokens per second, per endpoint URL", "tokens/s", bins, sec, named(tokens)),
-		lineChart("requests-per-second", "answers per second, per endpoint URL", "answers/s", bins, sec, named(requests)),
-		lineChart("in-flight", "requests in flight, per endpoint", "requests", bins, sec, named(inflight)),
-		lineChart("burn", "completion tokens spent", "tokens", bins, sec, burn),
+		lineChart("tokens-per-second", "completion tokens per second, per endpoint URL", "tokens/s", bins, sec, named(tl.tokens)),
+		lineChart("requests-per-second", "answers per second, per endpoint URL", "answers/s", bins, sec, named(tl.requests)),
+		lineChart("in-flight", "requests in flight, per endpoint", "requests", bins, sec, named(tl.inflight)),
+		lineChart("burn", "completion tokens spent, all runs", "tokens", bins, sec, burn),
+	}
+	fails, err := st.Failures(ctx, ids, tl.start, tl.width)
+	if err != nil {
+		return "", nil, err
+	}
+	failures := map[string][]float64{}
+	for _, f := range fails {
+		if f.Bin >= 0 && f.Bin < bins {
+			if failures[failureKind(f.Reason)] == nil {
+				failures[failureKind(f.Reason)] = make([]float64, bins)
+			}
+			failures[failureKind(f.Reason)][f.Bin] += float64(f.N)
+		}
 	}
 	failChart := lineChart("failures", "failed records by kind, per bin", "records", bins, sec, named(failures))
 	if len(failures) == 0 {
 		failChart.Note = "no failures"
 	}
-	return append(charts, failChart), nil
+	title := "Over time: the run from " + time.UnixMilli(tl.start).Format("2006-01-02 15:04:05")
+	return title, append(charts, failChart), nil
+}
+
+// binned is the timeline of a window cut into bins.
+type binned struct {
+	start, width               int64
+	bins                       int
+	tokens, requests, inflight map[string][]float64
+	cumulative                 []float64
+}
+
+func binTimeline(ctx context.Context, st *state.Store, ids []string, endpoint map[string]string, first, last int64) (*binned, error) {
+	t := &binned{start: first, width: max(1000, (last-first+timeBins-1)/timeBins),
+		tokens: map[string][]float64{}, requests: map[string][]float64{}, inflight: map[string][]float64{}}
+	t.bins = int((last-first)/t.width) + 1
+	tb, err := st.Timeline(ctx, ids, first, t.width)
+	if err != nil {
+		return nil, err
+	}
+	sec := float64(t.width) / 1000
+	t.cumulative = make([]float64, t.bins)
+	at := func(m map[string][]float64, k string) []float64 {
+		if m[k] == nil {
+			m[k] = make([]float64, t.bins)
+		}
+		return m[k]
+	}
+	var before float64
+	for _, b := range tb {
+		f := at(t.inflight, endpoint[b.Instance])
+		if b.Bin < 0 {
+			// Tokens spent and requests still running when the window opens.
+			before += float64(b.Tokens)
+			f[0] += float64(b.Sent - b.Done)
+			continue
+		}
+		if b.Bin >= t.bins {
+			continue
+		}
+		url := endpoint[b.Instance]
+		if b.URL != "" {
+			url += " " + b.URL
+		}
+		at(t.tokens, url)[b.Bin] += float64(b.Tokens) / sec
+		at(t.requests, url)[b.Bin] += float64(b.Done) / sec
+		f[b.Bin] += float64(b.Sent - b.Done)
+		t.cumulative[b.Bin] += float64(b.Tokens)
+	}
+	for _, f := range t.inflight {
+		for i := 1; i < t.bins; i++ {
+			f[i] += f[i-1]
+		}
+	}
+	t.cumulative[0] += before
+	for i := 1; i < t.bins; i++ {
+		t.cumulative[i] += t.cumulative[i-1]
+	}
+	return t, nil
+}
+
+// lastIdle is the last bin before the final stretch of activity in which
+// nothing was sent, finished or in flight, or -1.
+func (t *binned) lastIdle() int {
+	active := make([]bool, t.bins)
+	for _, m := range []map[string][]float64{t.requests, t.inflight} {
+		for _, v := range m {
+			for i, x := range v {
+				active[i] = active[i] || x != 0
+			}
+		}
+	}
+	seen := false
+	for i := t.bins - 1; i >= 0; i-- {
+		if active[i] {
+			seen = true
+		} else if seen {
+			return i
+		}
+	}
+	return -1
 }
 
 func named(m map[string][]float64) []series {

@@ -60,18 +60,23 @@
         r.completion_tokens + " completion / " + r.prompt_tokens + " prompt tokens" +
         (r.max_tokens ? "  (max_tokens " + r.max_tokens + ")" : "")));
       card.appendChild(head);
+      // One line per record until opened: the answer's start.
+      var convo = node("details", "conversation");
+      var last = r.messages[r.messages.length - 1] || { content: "" };
+      convo.appendChild(node("summary", "preview", last.content.slice(0, 200) || "(no text: see the tool calls)"));
       r.messages.forEach(function (m) {
         var msg = node("div", "msg" + (m.answer ? " answer" : ""));
         msg.appendChild(node("span", "role", m.answer ? "assistant (generated)" : m.role));
         if (m.reasoning) msg.appendChild(fold("reasoning (" + m.reasoning.length + " chars)", m.reasoning));
         msg.appendChild(document.createTextNode(m.content));
         if (m.tool_calls) msg.appendChild(fold("tool calls", m.tool_calls));
-        card.appendChild(msg);
+        convo.appendChild(msg);
       });
       if (r.prompt_ids) {
-        card.appendChild(fold("prompt ids (" + (r.prompt_ids.length + (r.more_ids || 0)) + ")",
+        convo.appendChild(fold("prompt ids (" + (r.prompt_ids.length + (r.more_ids || 0)) + ")",
           r.prompt_ids.join(" ") + (r.more_ids ? " … " + r.more_ids + " more" : "")));
       }
+      card.appendChild(convo);
       box.appendChild(card);
     });
   }
