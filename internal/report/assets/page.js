@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   var records = JSON.parse(document.getElementById("record-data").textContent);
-  var shown = 50;
+  var shown = 20;
   var el = function (id) { return document.getElementById(id); };
 
   function node(tag, cls, text) {

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// TestReport_CLI runs a spec over two sim servers and checks what the run
+// and `eaglet report` leave: the page beside the store and where asked,
+// self-contained, the answers' timing per URL in the store, and status's
+// sparkline of answer lengths.
+func TestReport_CLI(t *testing.T) {
+	spec := browserSpec(t, 0)
+	code, _, errs := eaglet("run", spec)
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s", code, errs)
+	}
+	beside := filepath.Join(filepath.Dir(spec), "run", "report.html")
+	if !strings.Contains(errs, "report: "+beside) {
+		t.Errorf("the run does not name its report %s:\n%s", beside, errs)
+	}
+	if _, err := os.Stat(beside); err != nil {
+		t.Errorf("no report beside the store: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "r.html")
+	if code, stdout, errs := eaglet("report", "--out", out, spec); code != exitOK || !strings.Contains(stdout, "wrote "+out) {
+		t.Fatalf("report: exit %d\n%s%s", code, stdout, errs)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	if ref := regexp.MustCompile(`(?i:(src|href)\s*=\s*["']?[a-z]*:?//)|<link|@import|url\(`).FindString(html); ref != "" {
+		t.Errorf("the report refers to something outside itself: %q", ref)
+	}
+	for _, want := range []string{`data-chart="completion-generate[chat]"`, `data-chart="tokens-per-second"`, `id="record-data"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report lacks %s", want)
+		}
+	}
+
+	st, err := state.OpenReadOnly(filepath.Join(filepath.Dir(spec), "run", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ids := []string{"generate[chat]", "generate[code]"}
+	first, last, err := st.TimeSpan(context.Background(), ids)
+	if err != nil || first == 0 || last < first {
+		t.Fatalf("answers carry no timing: %d..%d, %v", first, last, err)
+	}
+	bins, err := st.Timeline(context.Background(), ids, first, last-first+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]int{}
+	for _, b := range bins {
+		urls[b.URL] += b.Done
+	}
+	if len(urls) != 2 {
+		t.Errorf("answers by URL %v; want both sim servers", urls)
+	}
+
+	rows, _ := statusOf(t, spec)
+	for _, r := range rows {
+		if r.Stage != "generate" {
+			continue
+		}
+		sum := 0
+		for _, c := range r.Lengths.Counts {
+			sum += c
+		}
+		if sum != r.Done || r.Lengths.MaxTokens != 512 {
+			t.Errorf("%s: status --json lengths count %d answers of %d, max_tokens %d", r.Instance, sum, r.Done, r.Lengths.MaxTokens)
+		}
+	}
+	if _, stdout, _ := eaglet("status", spec); !regexp.MustCompile(`answer lengths [▁▂▃▄▅▆▇█ ]+ +\d+\.\.\d+ tok, (log|linear); \d+\.\d% cut at max_tokens 512`).MatchString(stdout) {
+		t.Errorf("status shows no sparkline of answer lengths:\n%s", stdout)
+	}
+}
+
+func TestServe_RefusesToExposeTheStore(t *testing.T) {
+	spec := quickSpec(t)
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"serve", "--addr", "0.0.0.0:0", spec}, nil, "is not a loopback address"},
+		{[]string{"serve", "--addr", "0.0.0.0:0", "--allow-remote", spec}, nil, "needs a token of at least 16 characters in $EAGLET_SERVE_TOKEN"},
+		{[]string{"serve", "--addr", "0.0.0.0:0", "--allow-remote", spec}, map[string]string{serveTokenVar: "short"}, "needs a token"},
+		{[]string{"serve", "--addr", "nonsense", spec}, nil, "--addr \"nonsense\""},
+	}
+	for _, tt := range tests {
+		code, _, errs := eagletEnv(tt.env, tt.args...)
+		if code != exitUsage || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d saying %q", tt.args[1:4], code, errs, exitUsage, tt.want)
+		}
+	}
+}
+
+// TestServe_Access checks the live page's guards over HTTP: the Host of a
+// loopback server, the token of a remote one (once in the URL, then the
+// cookie it sets), the security policy, and the page before any run.
+func TestServe_Access(t *testing.T) {
+	spec := quickSpec(t)
+	p, err := engine.Load(spec, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := httptest.NewServer(&liveReport{p: p})
+	defer local.Close()
+	get := func(url, host string, cookies ...*http.Cookie) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if host != "" {
+			req.Host = host
+		}
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body := get(local.URL+"/", ""); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "run the spec first") {
+		t.Errorf("before any run: %d %q", resp.StatusCode, body)
+	}
+	if code, _, errs := eaglet("run", spec); code != exitOK {
+		t.Fatalf("run: %s", errs)
+	}
+	const token = "0123456789abcdef-secret"
+	remote := httptest.NewServer(&liveReport{p: p, token: token})
+	defer remote.Close()
+	resp, _ := get(remote.URL+"/?token="+token, "")
+	cookies := resp.Cookies()
+	tests := []struct {
+		name, url, host string
+		cookies         []*http.Cookie
+		status          int
+		contains        string
+	}{
+		{"loopback page", local.URL + "/", "", nil, http.StatusOK, `data-chart="completion-generate[chat]"`},
+		{"loopback charts only", local.URL + "/?part=charts", "", nil, http.StatusOK, `id="summary"`},
+		{"another host name (DNS rebinding)", local.URL + "/", "evil.example:8080", nil, http.StatusForbidden, "only requests for localhost"},
+		{"localhost by name", local.URL + "/", "localhost:8080", nil, http.StatusOK, "eaglet report"},
+		{"remote without token", remote.URL + "/", "", nil, http.StatusUnauthorized, "missing or wrong token"},
+		{"remote with a wrong token", remote.URL + "/?token=0123456789abcdef-wrong", "", nil, http.StatusUnauthorized, "missing or wrong token"},
+		{"remote with the token", remote.URL + "/?token=" + token, "", nil, http.StatusOK, "eaglet report"},
+		{"remote with the cookie", remote.URL + "/", "", cookies, http.StatusOK, "eaglet report"},
+		{"unknown path", local.URL + "/x", "", nil, http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		resp, body := get(tt.url, tt.host, tt.cookies...)
+		if resp.StatusCode != tt.status || !strings.Contains(body, tt.contains) {
+			t.Errorf("%s: %d, want %d with %q", tt.name, resp.StatusCode, tt.status, tt.contains)
+		}
+		if resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Security-Policy") != securityPolicy {
+			t.Errorf("%s: no security policy", tt.name)
+		}
+		if strings.Contains(body, token) {
+			t.Errorf("%s: the page shows the token", tt.name)
+		}
+	}
+	if len(cookies) != 1 || !cookies[0].HttpOnly {
+		t.Errorf("the token's cookie: %+v", cookies)
+	}
+	if _, body := get(local.URL+"/?part=charts", ""); strings.Contains(body, "<html") {
+		t.Error("?part=charts sends the whole page")
+	}
+}
