@@ -139,12 +139,16 @@ var migrations = []string{
 	// finished (Unix ms), and the server URL that answered. Columns rather
 	// than fields of the record: a million answers are charted by grouping
 	// small integers instead of decoding every record, and output files
-	// and hashes stay the answer's alone. Rows written before stay 0/''.
+	// and hashes stay the answer's alone. Answers stored before get their
+	// finish reason from their record (those with in_chash set, through its
+	// index); their timing is unknown and stays 0.
 	`ALTER TABLE items ADD COLUMN finish TEXT NOT NULL DEFAULT '';
 	ALTER TABLE items ADD COLUMN sent_ms INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE items ADD COLUMN first_ms INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE items ADD COLUMN done_ms INTEGER NOT NULL DEFAULT 0;
-	ALTER TABLE items ADD COLUMN url TEXT NOT NULL DEFAULT '';`,
+	ALTER TABLE items ADD COLUMN url TEXT NOT NULL DEFAULT '';
+	UPDATE items SET finish = COALESCE(json_extract(CAST(data AS TEXT), '$.generation.finish_reason'), '')
+		WHERE in_chash != '' AND data IS NOT NULL AND json_valid(CAST(data AS TEXT));`,
 }
 
 // SchemaVersion is the schema this binary writes.
