@@ -38,10 +38,18 @@ func OpenReadOnly(path string) (*Store, error) {
 	return &Store{path: path, r: r}, nil
 }
 
+// The queries below read the answers of request-sending instances (rows
+// with in_chash set) through the covering index items_answers.
+
 // ValueCount is how many live, done records of an instance have one value
 // of a column, and how many of those stopped at max_tokens.
 type ValueCount struct {
 	Value, N, Cut int
+}
+
+func tokenCountsSQL(col string) string {
+	return `SELECT ` + col + `, COUNT(*), SUM(finish = 'length') FROM items
+		WHERE instance = ? AND live = 1 AND status = 0 AND in_chash != '' GROUP BY ` + col + ` ORDER BY ` + col
 }
 
 // TokenCounts tallies the live, done records of inst by completion tokens
@@ -53,8 +61,7 @@ func (s *Store) TokenCounts(ctx context.Context, inst string, completion bool) (
 	if completion {
 		col = "ctok"
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+col+`, COUNT(*), SUM(finish = 'length') FROM items
-		WHERE instance = ? AND live = 1 AND status = 0 GROUP BY `+col+` ORDER BY `+col, inst)
+	rows, err := s.r.QueryContext(ctx, tokenCountsSQL(col), inst)
 	if err != nil {
 		return nil, fmt.Errorf("token counts of %s: %w", inst, err)
 	}
@@ -70,11 +77,13 @@ func (s *Store) TokenCounts(ctx context.Context, inst string, completion bool) (
 	return out, rows.Err()
 }
 
+const finishSQL = `SELECT finish, COUNT(*) FROM items WHERE instance = ? AND live = 1
+	AND status = 0 AND in_chash != '' GROUP BY finish`
+
 // FinishCounts tallies the live, done records of inst by finish reason
 // ("" for records with none: no answer, or stored before schema 6).
 func (s *Store) FinishCounts(ctx context.Context, inst string) (map[string]int, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT finish, COUNT(*) FROM items WHERE instance = ? AND live = 1
-		AND status = 0 GROUP BY finish`, inst)
+	rows, err := s.r.QueryContext(ctx, finishSQL, inst)
 	if err != nil {
 		return nil, fmt.Errorf("finish reasons of %s: %w", inst, err)
 	}
@@ -91,6 +100,11 @@ func (s *Store) FinishCounts(ctx context.Context, inst string) (map[string]int, 
 	return out, rows.Err()
 }
 
+func timeSpanSQL(n int) string {
+	return `SELECT COALESCE(MIN(sent_ms), 0), COALESCE(MAX(done_ms), 0) FROM items
+		WHERE instance IN (` + placeholders(n) + `) AND in_chash != '' AND sent_ms > 0`
+}
+
 // TimeSpan is the first send and last finish (Unix ms) of the answers of
 // the given instances that carry timing, live or set aside (a superseded
 // answer was still work the server did); zero when none has.
@@ -98,8 +112,7 @@ func (s *Store) TimeSpan(ctx context.Context, instances []string) (first, last i
 	if len(instances) == 0 {
 		return 0, 0, nil
 	}
-	err = s.r.QueryRowContext(ctx, `SELECT COALESCE(MIN(sent_ms), 0), COALESCE(MAX(done_ms), 0) FROM items
-		WHERE instance IN (`+placeholders(len(instances))+`) AND sent_ms > 0`, args(nil, instances)...).Scan(&first, &last)
+	err = s.r.QueryRowContext(ctx, timeSpanSQL(len(instances)), args(nil, instances)...).Scan(&first, &last)
 	if err != nil {
 		return 0, 0, fmt.Errorf("time span: %w", err)
 	}
@@ -116,6 +129,14 @@ type TimeBin struct {
 	Tokens        int64
 }
 
+func timelineSQL(n int) string {
+	in := `instance IN (` + placeholders(n) + `) AND in_chash != '' AND sent_ms > 0`
+	return `SELECT instance, url, CASE WHEN sent_ms < ? THEN -1 ELSE (sent_ms - ?) / ? END, COUNT(*), 0, 0 FROM items
+		WHERE ` + in + ` GROUP BY 1, 2, 3
+		UNION ALL SELECT instance, url, CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END, 0, COUNT(*), SUM(ctok) FROM items
+		WHERE ` + in + ` GROUP BY 1, 2, 3`
+}
+
 // Timeline bins the timed answers of the given instances into bins of
 // width ms from start (Unix ms), by instance and URL: sends by when they
 // were sent, finishes and tokens by when they finished; what came before
@@ -124,11 +145,7 @@ func (s *Store) Timeline(ctx context.Context, instances []string, start, width i
 	if len(instances) == 0 || width <= 0 {
 		return nil, nil
 	}
-	in := `instance IN (` + placeholders(len(instances)) + `) AND sent_ms > 0`
-	q := `SELECT instance, url, CASE WHEN sent_ms < ? THEN -1 ELSE (sent_ms - ?) / ? END, COUNT(*), 0, 0 FROM items
-		WHERE ` + in + ` GROUP BY 1, 2, 3
-		UNION ALL SELECT instance, url, CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END, 0, COUNT(*), SUM(ctok) FROM items
-		WHERE ` + in + ` GROUP BY 1, 2, 3`
+	q := timelineSQL(len(instances))
 	a := args([]any{start, start, width}, instances)
 	a = append(a, start, start, width)
 	a = args(a, instances)
@@ -163,7 +180,8 @@ func (s *Store) Failures(ctx context.Context, instances []string, start, width i
 	}
 	// updated is in nanoseconds.
 	rows, err := s.r.QueryContext(ctx, `SELECT instance, reason, (updated / 1000000 - ?) / ?, COUNT(*) FROM items
-		WHERE instance IN (`+placeholders(len(instances))+`) AND live = 1 AND status = 3 AND updated / 1000000 >= ?
+		WHERE instance IN (`+placeholders(len(instances))+`) AND live = 1 AND status = 3 AND in_chash != ''
+		AND updated / 1000000 >= ?
 		GROUP BY 1, 2, 3`, args([]any{start, width}, instances, start)...)
 	if err != nil {
 		return nil, fmt.Errorf("failures over time: %w", err)
@@ -196,6 +214,38 @@ func (s *Store) Sample(ctx context.Context, inst string, n int) ([]Row, error) {
 			return nil, err
 		}
 		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+const answersDoneSQL = `SELECT COUNT(*), COALESCE(SUM(ptok), 0), COALESCE(SUM(ctok), 0) FROM items
+	WHERE instance = ? AND live = 1 AND status = 0 AND in_chash != ''`
+
+// AnswerCounts tallies the live answers of a request-sending instance by
+// status and reason, as Counts does for any instance (Reused left 0), but
+// reads the done ones from the index items_answers and only the others
+// (failed, skipped: few) from their rows.
+func (s *Store) AnswerCounts(ctx context.Context, inst string) ([]Count, error) {
+	done := Count{Status: 0}
+	if err := s.r.QueryRowContext(ctx, answersDoneSQL, inst).Scan(&done.N, &done.PromptTokens, &done.CompletionTokens); err != nil {
+		return nil, fmt.Errorf("answers of %s: %w", inst, err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT status, reason, COUNT(*) FROM items
+		WHERE instance = ? AND live = 1 AND status > 0 AND in_chash != '' GROUP BY status, reason ORDER BY status, reason`, inst)
+	if err != nil {
+		return nil, fmt.Errorf("answers of %s: %w", inst, err)
+	}
+	defer rows.Close()
+	var out []Count
+	if done.N > 0 {
+		out = append(out, done)
+	}
+	for rows.Next() {
+		var c Count
+		if err := rows.Scan(&c.Status, &c.Reason, &c.N); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }

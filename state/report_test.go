@@ -36,9 +36,9 @@ func TestStore_ReportQueries(t *testing.T) {
 		}
 		items = append(items, Item{Key: fmt.Sprintf("k%02d", i), Status: 0, Data: []byte(`{"key":"x"}`), PromptTokens: 10 + i%3,
 			CompletionTokens: 100 * (i%3 + 1), Finish: finish, Sent: t0 + int64(i)*1000, FirstToken: t0 + int64(i)*1000 + 50,
-			Finished: t0 + int64(i)*1000 + 1500, URL: url})
+			Finished: t0 + int64(i)*1000 + 1500, URL: url, InChash: fmt.Sprintf("c%02d", i)})
 	}
-	items = append(items, Item{Key: "k99", Status: 3, Reason: "http 500 (6 attempts): boom"})
+	items = append(items, Item{Key: "k99", Status: 3, Reason: "http 500 (6 attempts): boom", InChash: "c99"})
 	if err := s.Commit("g", items); err != nil {
 		t.Fatal(err)
 	}

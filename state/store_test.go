@@ -214,6 +214,12 @@ func TestStore_QueriesUseIndexes(t *testing.T) {
 	}{
 		{"look an answer up by content", reusableSQL, []any{"c", "fp", "c", "fp"}, "USING INDEX items_reuse"},
 		{"keep superseded answers", supersededSQL(2), []any{"inst", "a", "b", "fp", "x", "y"}, "(instance=? AND key=?)"},
+		{"report: lengths", tokenCountsSQL("ctok"), []any{"g"}, "USING COVERING INDEX items_answers"},
+		{"report: prompt lengths", tokenCountsSQL("ptok"), []any{"g"}, "USING COVERING INDEX items_answers"},
+		{"report: finish reasons", finishSQL, []any{"g"}, "USING COVERING INDEX items_answers"},
+		{"report: answers", answersDoneSQL, []any{"g"}, "USING COVERING INDEX items_answers"},
+		{"report: time span", timeSpanSQL(2), []any{"a", "b"}, "USING COVERING INDEX items_answers"},
+		{"report: timeline", timelineSQL(2), []any{1, 1, 1, "a", "b", 1, 1, 1, "a", "b"}, "USING COVERING INDEX items_answers"},
 	}
 	for _, tt := range tests {
 		rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+tt.query, tt.args...)

@@ -85,7 +85,7 @@ func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
 			gens = append(gens, i)
 		}
 	}
-	outcomes, err := readOutcomes(st, in.Instances)
+	outcomes, err := readOutcomes(ctx, st, in.Instances)
 	if err != nil {
 		return nil, err
 	}

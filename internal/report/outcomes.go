@@ -1,6 +1,8 @@
 package report
 
 import (
+	"context"
+
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -16,7 +18,7 @@ type instOutcome struct {
 // outcomeCounts holds every stored instance's outcome by instance ID.
 type outcomeCounts map[string]*instOutcome
 
-func readOutcomes(st *state.Store, instances []Instance) (outcomeCounts, error) {
+func readOutcomes(ctx context.Context, st *state.Store, instances []Instance) (outcomeCounts, error) {
 	o := outcomeCounts{}
 	for _, i := range instances {
 		c := &instOutcome{stage: i.Stage, dataset: i.Dataset, request: i.Endpoint != "",
@@ -29,7 +31,11 @@ func readOutcomes(st *state.Store, instances []Instance) (outcomeCounts, error) 
 		if in == nil {
 			continue
 		}
-		counts, err := st.Counts(i.ID)
+		count := func(ctx context.Context, id string) ([]state.Count, error) { return st.Counts(id) }
+		if c.request {
+			count = st.AnswerCounts
+		}
+		counts, err := count(ctx, i.ID)
 		if err != nil {
 			return nil, err
 		}

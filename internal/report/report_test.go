@@ -33,6 +33,10 @@ const synthMaxTokens = 4096
 func synthStore(tb testing.TB, runs ...synthRun) (*state.Store, Input) {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "state.db")
+	if keep := os.Getenv("EAGLET_BENCH_STORE"); keep != "" {
+		path = keep
+	}
+	reuse := state.Exists(path)
 	st, err := state.Open(path)
 	if err != nil {
 		tb.Fatal(err)
@@ -52,6 +56,9 @@ func synthStore(tb testing.TB, runs ...synthRun) (*state.Store, Input) {
 		}
 		key := 0
 		for _, r := range runs {
+			if reuse {
+				break
+			}
 			var loads, gens []state.Item
 			flush := func() {
 				if err := st.Commit(load, loads); err != nil {
@@ -77,8 +84,12 @@ func synthStore(tb testing.TB, runs ...synthRun) (*state.Store, Input) {
 						CompletionTokens: ctok, PromptTokens: 20 + key%300, MaxTokens: synthMaxTokens}}
 				data, _ := json.Marshal(rec)
 				sent := r.start.Add(time.Duration(i) * r.gap).UnixMilli()
-				loads = append(loads, state.Item{Key: k, Data: []byte(`{}`)})
-				gens = append(gens, state.Item{Key: k, Data: data, PromptTokens: rec.Generation.PromptTokens, CompletionTokens: ctok,
+				prompt := rec
+				prompt.Generation = nil
+				prompt.Messages = []conv.Message{{Role: conv.User, Content: "question " + k + " " + filler}}
+				pdata, _ := json.Marshal(prompt)
+				loads = append(loads, state.Item{Key: k, Data: pdata})
+				gens = append(gens, state.Item{Key: k, InChash: "c" + k, Data: data, PromptTokens: rec.Generation.PromptTokens, CompletionTokens: ctok,
 					Finish: finish, Sent: sent, FirstToken: sent + 100, Finished: sent + 2000, URL: "http://gpu" + strconv.Itoa(key%2)})
 				if len(gens) == 2000 {
 					flush()
