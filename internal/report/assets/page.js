@@ -62,6 +62,8 @@
       card.appendChild(head);
       // One line per record until opened: the answer's start.
       var convo = node("details", "conversation");
+      // A search narrowed to a few records shows them whole.
+      convo.open = hits.length <= 3;
       var last = r.messages[r.messages.length - 1] || { content: "" };
       convo.appendChild(node("summary", "preview", last.content.slice(0, 200) || "(no text: see the tool calls)"));
       r.messages.forEach(function (m) {
@@ -84,6 +86,10 @@
   ["f-dataset", "f-finish", "f-min", "f-max", "f-text"].forEach(function (id) {
     el(id).addEventListener("input", render);
   });
+  // report.html#q=words opens the browser on a search, for links.
+  if (window.location.hash.indexOf("#q=") === 0) {
+    el("f-text").value = decodeURIComponent(window.location.hash.slice(3));
+  }
   render();
 
   // A served page refreshes its charts from the server; the browser and
