@@ -26,8 +26,10 @@ func init() {
 // so it never shows in `ps`, and its name makes eaglet scrub its value.
 const serveTokenVar = "EAGLET_SERVE_TOKEN"
 
-// pageTTL is how long a built page is served again before the store is
-// read anew: a few viewers refreshing cost the store one build.
+// pageTTL is how long a built page is served at least before the store is
+// read anew, so a few viewers refreshing cost one build; a page that took
+// long to build (a million answers: seconds) is kept five times as long,
+// so watching a run takes at most a fifth of a core from it.
 const pageTTL = 2 * time.Second
 
 func runServe(ctx context.Context, env *cmdEnv, args []string) error {
@@ -89,6 +91,7 @@ type liveReport struct {
 	store *state.Store
 	page  *report.Page
 	built time.Time
+	took  time.Duration
 }
 
 // securityPolicy lets the page run only its own inline script and style
@@ -164,7 +167,7 @@ func (l *liveReport) authorized(w http.ResponseWriter, r *http.Request) bool {
 func (l *liveReport) current(ctx context.Context) (*report.Page, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.page != nil && time.Since(l.built) < pageTTL {
+	if l.page != nil && time.Since(l.built) < max(pageTTL, 5*l.took) {
 		return l.page, nil
 	}
 	if l.store == nil {
@@ -174,6 +177,7 @@ func (l *liveReport) current(ctx context.Context) (*report.Page, error) {
 		}
 		l.store = s
 	}
+	start := time.Now()
 	page, err := report.Build(ctx, l.store, reportInput(l.p, true))
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -181,7 +185,7 @@ func (l *liveReport) current(ctx context.Context) (*report.Page, error) {
 		}
 		return nil, fmt.Errorf("build the report: %w", err)
 	}
-	l.page, l.built = page, time.Now()
+	l.page, l.built, l.took = page, time.Now(), time.Since(start)
 	return page, nil
 }
 
