@@ -226,7 +226,7 @@ func short(n int) string {
 }
 
 func shortF(v float64, format string) string {
-	if v >= 10_000 {
+	if v >= 1000 {
 		return short(int(v))
 	}
 	return fmt.Sprintf(format, v)
