@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -79,9 +81,15 @@ func writeReport(ctx context.Context, p *engine.Pipeline, store *state.Store, pa
 		return fmt.Errorf("write report: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := page.Render(tmp); err != nil {
+	var buf bytes.Buffer
+	if err := page.Render(&buf); err != nil {
 		tmp.Close()
 		return err
+	}
+	// Records and URLs may quote a secret of the spec's environment.
+	if _, err := io.WriteString(tmp, p.Spec.Redact(buf.String())); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write report: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write report: %w", err)

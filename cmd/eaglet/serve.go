@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -116,7 +117,7 @@ func (l *liveReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		waiting.Execute(w, err.Error())
+		waiting.Execute(w, l.p.Spec.Redact(err.Error()))
 		return
 	}
 	var buf bytes.Buffer
@@ -130,7 +131,7 @@ func (l *liveReport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(buf.Bytes())
+	io.WriteString(w, l.p.Spec.Redact(buf.String()))
 }
 
 // authorized checks the Host header on loopback (a page elsewhere must not

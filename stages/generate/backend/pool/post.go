@@ -32,7 +32,7 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 		return err
 	}
 	if served, ok := ctx.Value(servedKey{}).(*string); ok {
-		*served = u.Base
+		*served = bareURL(u.Base)
 	}
 	healthy, err := p.post(ctx, joinURL(u.Base, path), body, auth, read)
 	err = redact(err, auth.APIKey)
@@ -51,6 +51,17 @@ type servedKey struct{}
 // endpoint's URLs answered without the backends passing it through.
 func WithServed(ctx context.Context, url *string) context.Context {
 	return context.WithValue(ctx, servedKey{}, url)
+}
+
+// bareURL is a URL without the user information and query that may carry
+// credentials: what may be stored and shown.
+func bareURL(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, read func(io.Reader) error) (bool, error) {
