@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -115,20 +114,7 @@ func TestStore_OpenReadOnly_Refuses(t *testing.T) {
 	if _, err := OpenReadOnly(filepath.Join(dir, "none.db")); err == nil || !strings.Contains(err.Error(), "run the spec first") {
 		t.Errorf("missing store: %v", err)
 	}
-	old := filepath.Join(dir, "old.db")
-	db, err := sql.Open("sqlite3", "file:"+old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migrations[:5] {
-		if _, err := db.Exec(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.Exec(`PRAGMA user_version = 5`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	old := storeAtSchema(t, 5, "")
 	if _, err := OpenReadOnly(old); err == nil || !strings.Contains(err.Error(), "`eaglet status` on the spec upgrades it") {
 		t.Errorf("schema 5 store: %v", err)
 	}
@@ -138,30 +124,11 @@ func TestStore_OpenReadOnly_Refuses(t *testing.T) {
 // finish reasons from their records when it is upgraded, so the report of
 // an earlier run still shows them.
 func TestStore_Open_FillsFinishReasons(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.db")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migrations[:5] {
-		if _, err := db.Exec(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.Exec(`PRAGMA user_version = 5;
-		INSERT INTO items (instance, key, status, data, ctok, in_chash) VALUES
+	s := openAtSchema(t, 5, `INSERT INTO items (instance, key, status, data, ctok, in_chash) VALUES
 		('g', 'k1', 0, CAST('{"key":"k1","generation":{"content":"x","finish_reason":"length"}}' AS BLOB), 7, 'c1'),
 		('g', 'k2', 0, CAST('{"key":"k2","generation":{"content":"y","finish_reason":"stop"}}' AS BLOB), 3, 'c2'),
 		('g', 'k3', 0, CAST('not json' AS BLOB), 3, 'c3'),
-		('load[d]', 'k1', 0, CAST('{"key":"k1"}' AS BLOB), 0, '')`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		('load[d]', 'k1', 0, CAST('{"key":"k1"}' AS BLOB), 0, '')`)
 	fin, err := s.FinishCounts(context.Background(), "g")
 	if err != nil || fin["length"] != 1 || fin["stop"] != 1 || fin[""] != 1 {
 		t.Errorf("finish reasons after the upgrade: %v, %v", fin, err)

@@ -57,6 +57,18 @@ func TestStore_Open_MigratesEarlierSchema(t *testing.T) {
 // setup (SQL of that schema) on it, and opens it with this binary.
 func openAtSchema(t *testing.T, version int, setup string) *Store {
 	t.Helper()
+	s, err := Open(storeAtSchema(t, version, setup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// storeAtSchema writes a store as an eaglet of schema version left it,
+// holding what the SQL of setup puts in it, and returns its path.
+func storeAtSchema(t *testing.T, version int, setup string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.db")
 	db, err := sql.Open("sqlite3", "file:"+path)
 	if err != nil {
@@ -71,12 +83,7 @@ func openAtSchema(t *testing.T, version int, setup string) *Store {
 		t.Fatal(err)
 	}
 	db.Close()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return path
 }
 
 func TestStore_Lock_NamesHolder(t *testing.T) {
