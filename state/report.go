@@ -81,7 +81,7 @@ const finishSQL = `SELECT finish, COUNT(*) FROM items WHERE instance = ? AND liv
 	AND status = 0 AND in_chash != '' GROUP BY finish`
 
 // FinishCounts tallies the live, done records of inst by finish reason
-// ("" for records with none: no answer, or stored before schema 7 without a record).
+// ("" for answers whose record names none).
 func (s *Store) FinishCounts(ctx context.Context, inst string) (map[string]int, error) {
 	rows, err := s.r.QueryContext(ctx, finishSQL, inst)
 	if err != nil {
