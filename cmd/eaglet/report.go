@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -67,6 +69,29 @@ func reportInput(p *engine.Pipeline, live bool) report.Input {
 		in.Instances = append(in.Instances, i)
 	}
 	return in
+}
+
+// generatorMark is how a file says it is an eaglet report.
+const generatorMark = `<meta name="generator" content="eaglet report">`
+
+// ownReport says whether path may be written by a run: it does not exist
+// or is an earlier report. A run never writes over a file eaglet did not
+// write (a report.html of the user's own beside the store).
+func ownReport(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 1024)
+	n, _ := io.ReadFull(f, head)
+	if !bytes.Contains(head[:n], []byte(generatorMark)) {
+		return fmt.Errorf("%s is not an eaglet report; move it away, or write the report elsewhere with `eaglet report --out FILE`", path)
+	}
+	return nil
 }
 
 // writeReport builds the report and writes it to path through a temporary

@@ -184,3 +184,41 @@ func TestServe_Access(t *testing.T) {
 		t.Error("?part=charts sends the whole page")
 	}
 }
+
+// TestRun_ReportNeverOverAFileOfTheUser: the run writes report.html beside
+// the store over an earlier report, never over a file of the user's own.
+func TestRun_ReportNeverOverAFileOfTheUser(t *testing.T) {
+	tests := []struct {
+		name, before string
+		written      bool
+	}{
+		{"the user's own file", "<html>my notes</html>", false},
+		{"an earlier report", "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" + generatorMark + "\nold", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := quickSpec(t)
+			path := filepath.Join(filepath.Dir(spec), "runs", "quickstart", "report.html")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(tt.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errs := eaglet("run", spec)
+			if code != exitOK {
+				t.Fatalf("run: exit %d\n%s", code, errs)
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if written := string(after) != tt.before; written != tt.written {
+				t.Errorf("report written over it: %v, want %v\n%s", written, tt.written, errs)
+			}
+			if !tt.written && !strings.Contains(errs, "is not an eaglet report; move it away") {
+				t.Errorf("the run does not say why it left the file:\n%s", errs)
+			}
+		})
+	}
+}

@@ -70,7 +70,9 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		// has still done its work, so it only says so. It is written even
 		// when interrupted, hence not under ctx.
 		path := reportPath(p)
-		if err := writeReport(context.Background(), p, store, path); err != nil {
+		if err := ownReport(path); err != nil {
+			fmt.Fprintf(env.stderr, "  report not written: %v\n", err)
+		} else if err := writeReport(context.Background(), p, store, path); err != nil {
 			fmt.Fprintf(env.stderr, "  report not written: %v\n", err)
 		} else {
 			fmt.Fprintf(env.stderr, "  report: %s\n", path)
