@@ -109,12 +109,19 @@ func headless(t *testing.T) (context.Context, func() []string) {
 
 // browserSpec writes a spec of two datasets answered over HTTP by two sim
 // servers (so throughput is drawn per URL), streaming, decoding at speed
-// tokens per second a sequence, filtered on the finish reason.
-func browserSpec(t *testing.T, speed float64) string {
+// tokens per second a sequence, filtered on the finish reason. With
+// faulty, one server answers 15% of requests with a 500 and generate does
+// not retry, so some records fail.
+func browserSpec(t *testing.T, speed float64, faulty bool) string {
 	t.Helper()
 	model := sim.New(sim.Config{Seed: 7, MeanTokens: 200})
 	a := simtest.Serve(t, server.Config{Model: model, Speed: speed})
-	b := simtest.Serve(t, server.Config{Model: model, Speed: speed})
+	var faults server.Faults
+	retries := 5
+	if faulty {
+		faults, retries = server.Faults{Seed: 3, Error500: 0.15}, 0
+	}
+	b := simtest.Serve(t, server.Config{Model: model, Speed: speed, Faults: faults})
 	data, _ := filepath.Abs("../../specs/examples/data")
 	spec := fmt.Sprintf(`version: 1
 name: browser
@@ -133,9 +140,9 @@ endpoints:
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: 60, seed: 1}}
-  - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 512, temperature: 0.7}}
+  - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 512, temperature: 0.7, retries: %[4]d}}
   - {name: filter, uses: filter, needs: [generate], foreach: datasets, with: {keep: "finish_reason == 'stop'"}}
-`, data, a, b)
+`, data, a, b, retries)
 	path := filepath.Join(t.TempDir(), "browser.yaml")
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -206,9 +213,9 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // something outside the file).
 func TestBrowser_Report(t *testing.T) {
 	ctx, consoleErrors := headless(t)
-	spec := browserSpec(t, 0)
-	if code, _, errs := eaglet("run", spec); code != exitOK {
-		t.Fatalf("run: exit %d\n%s", code, errs)
+	spec := browserSpec(t, 0, true)
+	if code, _, errs := eaglet("run", spec); code != exitFailure || !strings.Contains(errs, "failed") {
+		t.Fatalf("run with injected 500s and no retries: exit %d, want %d for failed records\n%s", code, exitFailure, errs)
 	}
 	out := filepath.Join(t.TempDir(), "report.html")
 	if code, _, errs := eaglet("report", "--out", out, spec); code != exitOK {
@@ -225,9 +232,10 @@ func TestBrowser_Report(t *testing.T) {
 		t.Fatal(err)
 	}
 	charts := chartsByID(t, ctx)
-	done := map[string]int{}
+	done, failed := map[string]int{}, 0
 	for _, r := range rows {
 		done[r.Instance] = r.Done
+		failed += r.Failed
 	}
 	for _, ds := range []string{"chat", "code"} {
 		inst := "generate[" + ds + "]"
@@ -264,6 +272,14 @@ func TestBrowser_Report(t *testing.T) {
 		if p := charts["prompt-"+inst]; p.Bars == 0 || p.Sum != done[inst] {
 			t.Errorf("%s prompt chart: %d bars counting %d", inst, p.Bars, p.Sum)
 		}
+	}
+	// Failures by kind: in the outcomes of all datasets and over time.
+	if o := charts["outcomes-all"]; !slices.Contains(o.Labels, "generate: failed: http 500") ||
+		o.N[slices.Index(o.Labels, "generate: failed: http 500")] != failed {
+		t.Errorf("outcomes of all datasets %q %v; want generate: failed: http 500, %d (status)", o.Labels, o.N, failed)
+	}
+	if f := charts["failures"]; f.Series != 1 || len(f.YLabels) != 3 {
+		t.Errorf("failures over time: %d series, y labels %q; want http 500", f.Series, f.YLabels)
 	}
 	if all := charts["completion-all"]; all.Sum != done["generate[chat]"]+done["generate[code]"] {
 		t.Errorf("all datasets: %d answers, want %d", all.Sum, done["generate[chat]"]+done["generate[code]"])
@@ -315,7 +331,7 @@ func TestBrowser_Report(t *testing.T) {
 // run commits, without console errors.
 func TestBrowser_ServeDuringRun(t *testing.T) {
 	ctx, consoleErrors := headless(t)
-	spec := browserSpec(t, 300)
+	spec := browserSpec(t, 300, false)
 	ran := make(chan string, 1)
 	go func() {
 		code, _, errs := eaglet("run", spec)

@@ -20,7 +20,7 @@ import (
 // self-contained, the answers' timing per URL in the store, and status's
 // sparkline of answer lengths.
 func TestReport_CLI(t *testing.T) {
-	spec := browserSpec(t, 0)
+	spec := browserSpec(t, 0, false)
 	code, _, errs := eaglet("run", spec)
 	if code != exitOK {
 		t.Fatalf("run: exit %d\n%s", code, errs)
