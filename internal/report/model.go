@@ -64,6 +64,8 @@ type Page struct {
 	// Datasets and Finishes fill the browser's filters.
 	Datasets, Finishes []string
 	Sampled, Total     int
+	// Answering says the spec has a stage that sends requests.
+	Answering bool
 }
 
 // Fact is one figure of the summary.
@@ -85,6 +87,7 @@ func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
 			gens = append(gens, i)
 		}
 	}
+	p.Answering = len(gens) > 0
 	outcomes, err := readOutcomes(ctx, st, in.Instances)
 	if err != nil {
 		return nil, err
