@@ -127,6 +127,10 @@ type TimeBin struct {
 	Bin           int
 	Sent, Done    int
 	Tokens        int64
+	// Streamed counts the requests sent in the bin whose first token was
+	// seen (streaming), FirstWait the milliseconds they waited for it.
+	Streamed  int
+	FirstWait int64
 }
 
 // timelineSQL groups answers by when they were sent and when they
@@ -134,13 +138,15 @@ type TimeBin struct {
 // each per event.
 func timelineSQL(n int) string {
 	return `SELECT instance, url, CASE WHEN sent_ms < ? THEN -1 ELSE (sent_ms - ?) / ? END,
-		CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END, COUNT(*), SUM(ctok) FROM items
+		CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END, COUNT(*), SUM(ctok),
+		SUM(first_ms > 0), SUM(CASE WHEN first_ms > 0 THEN first_ms - sent_ms ELSE 0 END) FROM items
 		WHERE instance IN (` + placeholders(n) + `) AND in_chash != '' AND sent_ms > 0 GROUP BY 1, 2, 3, 4`
 }
 
 // Timeline bins the timed answers of the given instances into bins of
-// width ms from start (Unix ms), by instance and URL: sends by when they
-// were sent, finishes and tokens by when they finished; what came before
+// width ms from start (Unix ms), by instance and URL: sends and the wait
+// for their first token by when they were sent, finishes and tokens by
+// when they finished; what came before
 // start falls in bin -1. SQLite groups the rows, so only the bins come back.
 func (s *Store) Timeline(ctx context.Context, instances []string, start, width int64) ([]TimeBin, error) {
 	if len(instances) == 0 || width <= 0 {
@@ -155,7 +161,7 @@ func (s *Store) Timeline(ctx context.Context, instances []string, start, width i
 	for rows.Next() {
 		var sent, done TimeBin
 		var n int
-		if err := rows.Scan(&sent.Instance, &sent.URL, &sent.Bin, &done.Bin, &n, &done.Tokens); err != nil {
+		if err := rows.Scan(&sent.Instance, &sent.URL, &sent.Bin, &done.Bin, &n, &done.Tokens, &sent.Streamed, &sent.FirstWait); err != nil {
 			return nil, err
 		}
 		sent.Sent = n

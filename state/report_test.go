@@ -82,6 +82,7 @@ func TestStore_ReportQueries(t *testing.T) {
 		k := fmt.Sprintf("%s %d", b.URL, b.Bin)
 		x := got[k]
 		x.Sent, x.Done, x.Tokens = x.Sent+b.Sent, x.Done+b.Done, x.Tokens+b.Tokens
+		x.Streamed, x.FirstWait = x.Streamed+b.Streamed, x.FirstWait+b.FirstWait
 		got[k] = x
 	}
 	want := map[string]TimeBin{
@@ -92,6 +93,10 @@ func TestStore_ReportQueries(t *testing.T) {
 	for k, w := range want {
 		if g := got[k]; g.Sent != w.Sent || g.Done != w.Done || g.Tokens != w.Tokens {
 			t.Errorf("bin %s: sent %d done %d tokens %d, want %d %d %d", k, g.Sent, g.Done, g.Tokens, w.Sent, w.Done, w.Tokens)
+		}
+		// Every request showed its first token 50 ms after it was sent.
+		if g := got[k]; g.Streamed != w.Sent || g.FirstWait != 50*int64(w.Sent) {
+			t.Errorf("bin %s: %d first tokens after %d ms in all, want %d after %d", k, g.Streamed, g.FirstWait, w.Sent, 50*w.Sent)
 		}
 	}
 	if len(got) != len(want) {

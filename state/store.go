@@ -153,7 +153,7 @@ var migrations = []string{
 	ALTER TABLE items ADD COLUMN url TEXT NOT NULL DEFAULT '';
 	UPDATE items SET finish = COALESCE(json_extract(CAST(data AS TEXT), '$.generation.finish_reason'), '')
 		WHERE in_chash != '' AND data IS NOT NULL AND json_valid(CAST(data AS TEXT));
-	CREATE INDEX items_answers ON items (instance, live, status, ctok, ptok, finish, sent_ms, done_ms, url, in_chash)
+	CREATE INDEX items_answers ON items (instance, live, status, ctok, ptok, finish, sent_ms, first_ms, done_ms, url, in_chash)
 		WHERE in_chash != '';`,
 }
 

@@ -284,7 +284,7 @@ func TestBrowser_Report(t *testing.T) {
 	if all := charts["completion-all"]; all.Sum != done["generate[chat]"]+done["generate[code]"] {
 		t.Errorf("all datasets: %d answers, want %d", all.Sum, done["generate[chat]"]+done["generate[code]"])
 	}
-	for id, series := range map[string]int{"tokens-per-second": 2, "requests-per-second": 2, "in-flight": 1, "burn": 2} {
+	for id, series := range map[string]int{"tokens-per-second": 2, "requests-per-second": 2, "in-flight": 1, "first-token": 2, "burn": 2} {
 		if c := charts[id]; c.Series != series || c.Declared != series || !slices.Contains(c.Titles, "time since the first request") {
 			t.Errorf("%s: %d series (declared %d), titles %q; want %d series over time", id, c.Series, c.Declared, c.Titles, series)
 		}

@@ -49,10 +49,15 @@ func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64
 		}
 		burn = append(burn, series{Name: "plan's estimate (records × est_completion_tokens)", Points: line, Dashed: true})
 	}
+	firstToken := lineChart("first-token", "mean wait for the first token, per endpoint URL (by when sent)", "seconds", bins, sec, tl.firstTokenSeries())
+	if len(tl.firstWait) == 0 {
+		firstToken.Note = "no streamed answers (the wait for a first token is seen only when streaming)"
+	}
 	charts := []Chart{
 		lineChart("tokens-per-second", "completion tokens per second, per endpoint URL", "tokens/s", bins, sec, named(tl.tokens)),
 		lineChart("requests-per-second", "answers per second, per endpoint URL", "answers/s", bins, sec, named(tl.requests)),
 		lineChart("in-flight", "requests in flight, per endpoint", "requests", bins, sec, named(tl.inflight)),
+		firstToken,
 		lineChart("burn", "completion tokens spent, all runs", "tokens", bins, sec, burn),
 	}
 	fails, err := st.Failures(ctx, ids, tl.start, tl.width)
@@ -82,11 +87,36 @@ type binned struct {
 	bins                       int
 	tokens, requests, inflight map[string][]float64
 	cumulative                 []float64
+	// firstWait and streamed sum, per URL and bin of sending, the seconds
+	// streamed answers waited for their first token and their number.
+	firstWait, streamed map[string][]float64
+}
+
+// firstTokenSeries is the mean wait for the first token per URL; a bin
+// in which no streamed request was sent holds the bin before it, since
+// nothing was measured there.
+func (t *binned) firstTokenSeries() []series {
+	var out []series
+	for _, s := range named(t.firstWait) {
+		n := t.streamed[s.Name]
+		mean := make([]float64, len(s.Points))
+		for i, wait := range s.Points {
+			switch {
+			case n[i] > 0:
+				mean[i] = wait / n[i]
+			case i > 0:
+				mean[i] = mean[i-1]
+			}
+		}
+		out = append(out, series{Name: s.Name, Points: mean})
+	}
+	return out
 }
 
 func binTimeline(ctx context.Context, st *state.Store, ids []string, endpoint map[string]string, first, last int64) (*binned, error) {
 	t := &binned{start: first, width: max(1000, (last-first+timeBins-1)/timeBins),
-		tokens: map[string][]float64{}, requests: map[string][]float64{}, inflight: map[string][]float64{}}
+		tokens: map[string][]float64{}, requests: map[string][]float64{}, inflight: map[string][]float64{},
+		firstWait: map[string][]float64{}, streamed: map[string][]float64{}}
 	t.bins = int((last-first)/t.width) + 1
 	tb, err := st.Timeline(ctx, ids, first, t.width)
 	if err != nil {
@@ -118,6 +148,10 @@ func binTimeline(ctx context.Context, st *state.Store, ids []string, endpoint ma
 		}
 		at(t.tokens, url)[b.Bin] += float64(b.Tokens) / sec
 		at(t.requests, url)[b.Bin] += float64(b.Done) / sec
+		if b.Streamed > 0 {
+			at(t.firstWait, url)[b.Bin] += float64(b.FirstWait) / 1000
+			at(t.streamed, url)[b.Bin] += float64(b.Streamed)
+		}
 		f[b.Bin] += float64(b.Sent - b.Done)
 		t.cumulative[b.Bin] += float64(b.Tokens)
 	}
