@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/state"
@@ -63,7 +64,8 @@ type Page struct {
 	Records json.RawMessage
 	// Datasets and Finishes fill the browser's filters.
 	Datasets, Finishes []string
-	Sampled, Total     int
+	// Sampled counts the records in the browser, Total the answers.
+	Sampled, Total int
 	// Answering says the spec has a stage that sends requests.
 	Answering bool
 }
@@ -387,10 +389,8 @@ func cut(s string) string {
 		return s
 	}
 	i := maxText
-	for i > 0 && !utf8RuneStart(s[i]) {
+	for i > 0 && !utf8.RuneStart(s[i]) {
 		i--
 	}
 	return s[:i] + fmt.Sprintf(" … (%d more bytes)", len(s)-i)
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
