@@ -37,49 +37,105 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	if err != nil {
 		return r.fail(n, err)
 	}
-	if r.opts.Force[n] {
+	force := r.opts.Force[n]
+	if force {
 		if err := r.store.Invalidate(n.ID); err != nil {
 			return r.fail(n, err)
 		}
 	}
-	if err := r.store.Reconcile(n.ID, upstream, pr.fp); err != nil {
+	// Outcomes already matched against this very input under this
+	// configuration need not be matched again: at a million records that
+	// takes seconds, and a resumed run should be asking within them.
+	digest, err := r.finishedInputDigest(n)
+	if err != nil {
 		return r.fail(n, err)
 	}
-	todo, err := r.store.CountPending(n.ID, upstream, pr.fp)
+	settled := !force && digest != "" && prev != nil && prev.Fingerprint == pr.fp && prev.InputDigest == digest
+	if !settled {
+		if prev != nil && prev.InputDigest != "" {
+			// A crash while matching must not leave the claim that it is done.
+			unmatched := *prev
+			unmatched.InputDigest = ""
+			if err := r.store.PutInstance(&unmatched); err != nil {
+				return r.fail(n, err)
+			}
+		}
+		if err := r.store.Reconcile(n.ID, upstream, pr.fp); err != nil {
+			return r.fail(n, err)
+		}
+	}
+	costly, isCostly := st.(stages.Costly)
+	lookForReuse := isCostly && !force && !(settled && r.quietSince(n, prev.Stats.Settled))
+	// Counting what is pending reads every input record (seconds at a
+	// million): done when plan needs the figures, when answers may be
+	// reused, or when the instance may be up to date; a resumed run counts
+	// for its progress display while it dispatches.
+	counted := r.opts.Dry || !settled || lookForReuse || prev.Status == "done"
+	var todo state.Pending
+	var countLater func() ([]state.Count, error)
+	switch {
+	case !settled || lookForReuse:
+		todo, err = r.store.CountPending(n.ID, upstream, pr.fp)
+	case counted:
+		todo.Records, err = r.pendingSettled(n.ID, total)
+	default:
+		countLater, err = r.store.CountsNow(n.ID)
+	}
 	if err != nil {
 		return r.fail(n, err)
 	}
 	pending := todo.Records
-	why := mapperWhy(prev, pr, r.opts.Force[n], pending, total)
-	if pending == 0 && prev != nil && prev.Status == "done" && prev.Fingerprint == pr.fp {
+	why := mapperWhy(prev, pr, force, pending, total)
+	if counted && pending == 0 && prev != nil && prev.Status == "done" && prev.Fingerprint == pr.fp {
 		// Reconcile may have set outcomes aside (a lowered cap): refresh the digest.
-		if err := r.saveDone(ctx, pr, started, prev, "", state.Stats{}); err != nil {
+		if err := r.saveDone(ctx, pr, started, prev, digest, state.Stats{Settled: started.UnixNano()}); err != nil {
 			return r.fail(n, err)
 		}
 		r.prog.begin(n, 0, 0, 0)
 		r.prog.finish(n, "up to date")
 		return &Result{Node: n, Action: "up to date", Why: "up to date"}
 	}
-	kept, err := r.store.CountOutputs([]string{n.ID})
-	if err != nil {
-		return r.fail(n, err)
+	if counted {
+		kept, err := r.store.CountOutputs([]string{n.ID})
+		if err != nil {
+			return r.fail(n, err)
+		}
+		r.prog.begin(n, total, total-pending, kept)
+	} else {
+		r.prog.begin(n, total, 0, 0)
 	}
-	r.prog.begin(n, total, total-pending, kept)
 	running, err := r.markRunning(pr, started, prev)
 	if err != nil {
 		return r.fail(n, err)
 	}
 
 	reused := 0
-	costly, isCostly := st.(stages.Costly)
 	if isCostly {
 		r.flights.started(pr.fp)
 	}
-	if isCostly && todo.Reusable > 0 && !r.opts.Force[n] {
+	if lookForReuse && todo.Reusable > 0 {
 		if reused, err = r.reuseAll(ctx, pr, costly, upstream); err != nil {
 			return r.fail(n, err)
 		}
 	}
+	// From here every pending record has been looked for among earlier
+	// answers and the outcomes match the input: a next run that finds
+	// neither changed starts dispatching at once.
+	running.InputDigest, running.Stats.Settled = digest, started.UnixNano()
+	if err := r.store.PutInstance(running); err != nil {
+		return r.fail(n, err)
+	}
+	counting := make(chan struct{})
+	go func() {
+		defer close(counting)
+		if countLater == nil {
+			return
+		}
+		if counts, err := countLater(); err == nil {
+			already, kept := alreadyDone(counts)
+			r.prog.counted(n, already, kept)
+		}
+	}()
 	if r.opts.Dry && isCostly && pending > reused {
 		// What is left costs requests: plan counts it rather than doing
 		// it, once per content however many instances of the run ask.
@@ -103,7 +159,11 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	jobs := make(chan job)
 	// Cost follows the work, not the number in the spec: no more workers
 	// than records to do, and a result buffer of one commit batch at most.
-	nWorkers := min(pr.concurrency, max(pending, 1))
+	work := pending
+	if !counted {
+		work = total
+	}
+	nWorkers := min(pr.concurrency, max(work, 1))
 	results := make(chan outcome, min(nWorkers, commitEvery))
 	var workers sync.WaitGroup
 	for range nWorkers {
@@ -140,6 +200,11 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 
 	c, commitErr := r.commitLoop(n, results)
 	err = <-feedErr
+	<-counting
+	if !counted {
+		// What was fed is what was pending, unless the run stopped early.
+		why = mapperWhy(prev, pr, force, c.processed, total)
+	}
 	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused + c.reused, Why: why,
 		Requests: c.requests, Retries: c.retries}
 	if isCostly {
@@ -163,7 +228,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	case err != nil:
 		return r.fail(n, err)
 	}
-	if err := r.saveDone(ctx, pr, started, prev, "", state.Stats{}); err != nil {
+	if err := r.saveDone(ctx, pr, started, prev, digest, state.Stats{Settled: running.Stats.Settled}); err != nil {
 		return r.fail(n, err)
 	}
 	res.Action = "ran"
@@ -174,6 +239,56 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	}
 	r.prog.finish(n, "")
 	return res
+}
+
+// quietSince reports whether no instance but n has run since the time
+// (unix nanoseconds) n last looked for answers to reuse: answers are only
+// stored by running instances, so none can have appeared for n's records.
+// An instance left running or failed may have stored some at any time.
+func (r *runner) quietSince(n *Node, since int64) bool {
+	if since == 0 {
+		return false
+	}
+	all, err := r.store.Instances()
+	if err != nil {
+		return false
+	}
+	for _, in := range all {
+		if in.ID == n.ID {
+			continue
+		}
+		if in.Status != "done" || in.StartedAt.UnixNano() > since || in.FinishedAt.UnixNano() > since {
+			return false
+		}
+	}
+	return true
+}
+
+// pendingSettled counts the pending records of an instance whose outcomes
+// match its input (Reconcile holds): its input less the live outcomes that
+// are not retried, which reads its outcomes but not its input.
+func (r *runner) pendingSettled(inst string, total int) (int, error) {
+	counts, err := r.store.Counts(inst)
+	if err != nil {
+		return 0, err
+	}
+	already, _ := alreadyDone(counts)
+	return max(total-already, 0), nil
+}
+
+// alreadyDone reads from an instance's counts the outcomes that stand
+// (done or dropped) and, of them, the done ones.
+func alreadyDone(counts []state.Count) (already, kept int) {
+	for _, c := range counts {
+		switch stages.Status(c.Status) {
+		case stages.Done:
+			kept += c.N
+			already += c.N
+		case stages.Dropped:
+			already += c.N
+		}
+	}
+	return already, kept
 }
 
 // runCounts is what a pass over an instance's records did.

@@ -131,6 +131,19 @@ func (p *progress) begin(n *Node, total, already, kept int) {
 	p.line("%s", msg)
 }
 
+// counted fills in what an instance that began before counting had done in
+// earlier runs, once counted.
+func (p *progress) counted(n *Node, already, kept int) {
+	p.mu.Lock()
+	s := p.st[n]
+	s.already, s.kept = already, kept
+	total := s.total
+	p.mu.Unlock()
+	if already > 0 {
+		p.line("%s: %d already done, %d to go", n.ID, already, max(total-already, 0))
+	}
+}
+
 func (p *progress) add(n *Node, it state.Item) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -215,7 +215,7 @@ type runner struct {
 
 func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	upstream := n.Inputs()
-	count, err := r.store.CountOutputs(upstream)
+	count, err := r.inputCount(upstream)
 	if err != nil {
 		return r.fail(n, err)
 	}
@@ -234,6 +234,22 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 		res = r.runBatch(ctx, pr, st, upstream, count)
 	}
 	return res
+}
+
+// inputCount counts the live, done records of upstream: as the one
+// instance read recorded them when saved done, else by counting them, which
+// takes seconds at a million rows.
+func (r *runner) inputCount(upstream []string) (int, error) {
+	if len(upstream) == 1 {
+		up, err := r.store.GetInstance(upstream[0])
+		if err != nil {
+			return 0, err
+		}
+		if up != nil && up.Status == "done" && up.Stats.Records > 0 {
+			return up.Stats.Records, nil
+		}
+	}
+	return r.store.CountOutputs(upstream)
 }
 
 // fail records that n failed with err, which does not name n: progress and
@@ -268,10 +284,11 @@ func (r *runner) markRunning(pr *prepared, started time.Time, prev *state.Instan
 
 // saveDone records a finished instance with its output digest.
 func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, prev *state.Instance, inputDigest string, stats state.Stats) error {
-	digest, err := r.store.OutputDigest(ctx, pr.node.ID)
+	digest, records, err := r.store.OutputDigest(ctx, pr.node.ID)
 	if err != nil {
 		return err
 	}
+	stats.Records = records
 	in := &state.Instance{ID: pr.node.ID, Stage: pr.node.Stage.Spec.Name, Fingerprint: pr.fp, InputDigest: inputDigest,
 		OutputDigest: digest, Status: "done", StartedAt: started, FinishedAt: time.Now(), Stats: stats}
 	if pr.node.Dataset != nil {
@@ -283,6 +300,18 @@ func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, 
 		in.Seconds += prev.Seconds
 	}
 	return r.store.PutInstance(in)
+}
+
+// finishedInputDigest is inputDigest when every need of n is saved done,
+// so that its recorded output digest is its output; else "".
+func (r *runner) finishedInputDigest(n *Node) (string, error) {
+	for _, need := range n.Needs {
+		up, err := r.store.GetInstance(need.ID)
+		if err != nil || up == nil || up.Status != "done" {
+			return "", err
+		}
+	}
+	return r.inputDigest(n)
 }
 
 // inputDigest combines the output digests of a node's needs.

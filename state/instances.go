@@ -16,7 +16,8 @@ type Instance struct {
 	Dataset string
 	// Fingerprint hashes the configuration that affects the output.
 	Fingerprint string
-	// InputDigest hashes what a batch stage last ran on.
+	// InputDigest hashes what a batch stage last ran on, or the input an
+	// item stage's live outcomes were last matched against (Reconcile).
 	InputDigest string
 	// OutputDigest hashes the live output, so downstream knows if it changed.
 	OutputDigest string
@@ -56,6 +57,13 @@ type Stats struct {
 	// Config is the canonical JSON the fingerprint was made from, kept so
 	// plan can say what changed.
 	Config json.RawMessage `json:"config,omitempty"`
+	// Records counts the live, done output when the instance was saved
+	// done, so the next stage need not count a million rows to start.
+	Records int `json:"records,omitempty"`
+	// Settled is when (unix nanoseconds) an item stage last began a run in
+	// which every pending record was checked for an earlier answer to
+	// reuse: until another instance runs, none can have appeared.
+	Settled int64 `json:"settled,omitempty"`
 }
 
 // Example is one record a stage dropped or flagged and what it matched.

@@ -676,7 +676,43 @@ type Count struct {
 
 // Counts tallies an instance's live records by status and reason.
 func (s *Store) Counts(inst string) ([]Count, error) {
-	rows, err := s.r.Query(`SELECT status, reason, COUNT(*), SUM(ptok), SUM(ctok), SUM(reused) FROM items
+	return counts(s.r, inst)
+}
+
+// CountsNow takes a snapshot of the store and returns at once with a
+// function that waits for Counts of inst in that snapshot: a resumed run
+// dispatches while a million outcomes are counted for its progress, and
+// what it commits meanwhile is not counted as earlier work.
+func (s *Store) CountsNow(inst string) (wait func() ([]Count, error), err error) {
+	tx, err := s.r.Begin()
+	if err != nil {
+		return nil, err
+	}
+	// A read transaction takes its snapshot at its first read.
+	var n int
+	if err := tx.QueryRow(`SELECT COUNT(*) FROM instances`).Scan(&n); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	done := make(chan struct{})
+	var out []Count
+	go func() {
+		defer close(done)
+		out, err = counts(tx, inst)
+		tx.Rollback()
+	}()
+	return func() ([]Count, error) {
+		<-done
+		return out, err
+	}, nil
+}
+
+type querier interface {
+	Query(q string, args ...any) (*sql.Rows, error)
+}
+
+func counts(db querier, inst string) ([]Count, error) {
+	rows, err := db.Query(`SELECT status, reason, COUNT(*), SUM(ptok), SUM(ctok), SUM(reused) FROM items
 		WHERE instance = ? AND live = 1 GROUP BY status, reason ORDER BY status, reason`, inst)
 	if err != nil {
 		return nil, err
@@ -768,22 +804,23 @@ func (s *Store) CompletionLengths(inst string, n int) ([]int, error) {
 }
 
 // OutputDigest hashes the keys and content hashes of an instance's live,
-// done output, so a change anywhere in it changes the digest.
-func (s *Store) OutputDigest(ctx context.Context, inst string) (string, error) {
+// done output, so a change anywhere in it changes the digest, and counts
+// that output in the same pass.
+func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, records int, err error) {
 	h := sha256.New()
 	last := ""
 	for {
 		rows, err := s.r.QueryContext(ctx, `SELECT key, out_hash FROM items WHERE instance = ? AND live = 1
 			AND status = 0 AND key > ? ORDER BY key LIMIT ?`, inst, last, pageSize*10)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		n := 0
 		for rows.Next() {
 			var k, oh string
 			if err := rows.Scan(&k, &oh); err != nil {
 				rows.Close()
-				return "", err
+				return "", 0, err
 			}
 			h.Write([]byte(k + " " + oh + "\n"))
 			last = k
@@ -791,10 +828,11 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (string, error) {
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return "", err
+			return "", 0, err
 		}
+		records += n
 		if n < pageSize*10 {
-			return hex.EncodeToString(h.Sum(nil)[:16]), nil
+			return hex.EncodeToString(h.Sum(nil)[:16]), records, nil
 		}
 	}
 }
