@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,8 +17,13 @@ import (
 
 // BenchmarkGenerate_RequestsPerSecond measures what the engine sustains end
 // to end (dispatch, HTTP to the sim server, checkpoint) with 1,000 requests
-// in flight and answers at instant speed. EAGLET_BENCH_REQUESTS sets the
-// number of prompts (default 20,000):
+// in flight and answers at instant speed, on each API path: chat, chat
+// streaming, SGLang's /generate and /generate streaming (with token ids from
+// a tokenize stage run before the clock starts). It reports requests per
+// second and the client's CPU time per request (user and system time of the
+// process, the sim server's included unless EAGLET_BENCH_URL points at a
+// separate one). EAGLET_BENCH_REQUESTS sets the number of prompts (default
+// 20,000):
 //
 //	go test ./stages/generate -run '^$' -bench RequestsPerSecond -benchtime 1x
 func BenchmarkGenerate_RequestsPerSecond(b *testing.B) {
@@ -25,8 +31,17 @@ func BenchmarkGenerate_RequestsPerSecond(b *testing.B) {
 	if v := os.Getenv("EAGLET_BENCH_REQUESTS"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	for _, api := range []string{"openai", "openai-stream"} {
-		b.Run(api, func(b *testing.B) {
+	tokDir, err := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, endpoint string }{
+		{"openai", `api: openai, urls: ["%s/v1"]`},
+		{"openai-stream", `api: openai, urls: ["%s/v1"], options: {stream: true}`},
+		{"sglang", `api: sglang, urls: [%q]`},
+		{"sglang-stream", `api: sglang, urls: [%q], options: {stream: true}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			// EAGLET_BENCH_URL points at a separate `eaglet sim-server`, so a
 			// profile shows the client alone.
 			url := os.Getenv("EAGLET_BENCH_URL")
@@ -42,20 +57,32 @@ state: state%d.db
 datasets:
   d: {source: prompts.jsonl}
 endpoints:
-  sim: {api: openai, urls: ["%s/v1"], concurrency: 1000, options: {stream: %t}}
+  sim: {`+tc.endpoint+`, concurrency: 1000}
 stages:
   - {name: load, uses: load, foreach: datasets}
-  - {name: generate, uses: generate, needs: [load], foreach: datasets, concurrency: 1000, with: {max_tokens: 256}}
-`, i, url, api == "openai-stream")
+  - {name: tokenize, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: %s}}
+  - {name: generate, uses: generate, needs: [tokenize], foreach: datasets, concurrency: 1000, with: {max_tokens: 256}}
+`, i, url, tokDir)
 				p, store := enginetest.Open(b, dir, spec)
-				// Load first, so the clock measures generation alone.
-				enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
-				start := time.Now()
+				// Load and tokenize first, so the clock measures generation alone.
+				enginetest.Run(b, p, store, enginetest.Stage(b, p, "tokenize", ""))
+				cpu0, start := cpuTime(), time.Now()
 				results := enginetest.Run(b, p, store, nil)
-				b.ReportMetric(float64(results["generate[d]"].Processed)/time.Since(start).Seconds(), "requests/s")
+				done := results["generate[d]"].Processed
+				b.ReportMetric(float64(done)/time.Since(start).Seconds(), "requests/s")
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(done), "cpu-us/request")
 			}
 		})
 	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkGenerate_QueuedPrompts runs the in-process simulator at instant

@@ -1,9 +1,11 @@
 package pool
 
 import (
+	"bytes"
 	"encoding/json/jsontext"
 	"encoding/json/v2"
 	"io"
+	"sync"
 )
 
 // lenient reads what servers send as encoding/json did: a repeated key or
@@ -17,11 +19,24 @@ func Unmarshal(data []byte, v any) error {
 	return json.Unmarshal(data, v, lenient)
 }
 
-// Decode reads a whole response body and decodes it as Unmarshal does.
+// Decode reads a whole response body and decodes it as Unmarshal does,
+// into a buffer kept for the next body rather than one grown per request.
 func Decode(r io.Reader, v any) error {
-	data, err := io.ReadAll(r)
-	if err != nil {
+	buf := bodies.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxKeptBody {
+			buf.Reset()
+			bodies.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(r); err != nil {
 		return err
 	}
-	return Unmarshal(data, v)
+	return Unmarshal(buf.Bytes(), v)
 }
+
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxKeptBody bounds a body buffer kept for reuse: a long answer with its
+// token ids is a few hundred KiB, and rarer giants are left to the GC.
+const maxKeptBody = 1 << 20

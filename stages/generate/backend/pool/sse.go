@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // ErrTruncated reports a stream that ended before its [DONE] event.
@@ -18,10 +19,20 @@ var errDone = errors.New("done")
 // skipped; multi-line data is joined with newlines as the SSE spec says.
 // It returns nil after "data: [DONE]", ErrTruncated when the body ends
 // without it, and the first error fn returns. fn may return Done to stop
-// early.
+// early. data is only valid during fn: its memory serves later events and
+// streams.
 func Events(r io.Reader, fn func(data []byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var data []byte
+	er := eventReaders.Get().(*eventReader)
+	er.br.Reset(r)
+	data := er.data[:0]
+	defer func() {
+		er.br.Reset(nil)
+		if cap(data) <= maxKeptEvent {
+			er.data = data[:0]
+		}
+		eventReaders.Put(er)
+	}()
+	br := er.br
 	have := false
 	dispatch := func() error {
 		if !have {
@@ -75,6 +86,20 @@ func Events(r io.Reader, fn func(data []byte) error) error {
 		}
 	}
 }
+
+// eventReader is the read buffer of one stream and its event's data, kept
+// for the next stream: a 64 KiB buffer made per streamed request was 8% of
+// the client's CPU at 1,000 in flight, and collecting them as much again.
+type eventReader struct {
+	br   *bufio.Reader
+	data []byte
+}
+
+var eventReaders = sync.Pool{New: func() any { return &eventReader{br: bufio.NewReaderSize(nil, 64<<10)} }}
+
+// maxKeptEvent bounds the event buffer kept for reuse, so one huge event
+// does not pin its memory for the rest of the run.
+const maxKeptEvent = 256 << 10
 
 // Done may be returned by an Events callback to stop reading without error.
 var Done = errDone
