@@ -109,29 +109,55 @@ func BenchmarkBaseline_JSONL(b *testing.B) {
 	start := time.Now()
 	b.ResetTimer()
 	for range b.N {
-		f, err := os.Open(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<16))
-		n := 0
-		for {
-			var row struct {
-				Messages []struct{ Role, Content string } `json:"messages"`
-			}
-			if err := dec.Decode(&row); err == io.EOF {
-				break
-			} else if err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		f.Close()
-		if n != benchRows {
-			b.Fatalf("decoded %d rows", n)
-		}
+		bareLoop(b, p)
 	}
 	report(b, p, start)
+}
+
+func bareLoop(b *testing.B, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<16))
+	n := 0
+	for {
+		var row struct {
+			Messages []struct{ Role, Content string } `json:"messages"`
+		}
+		if err := dec.Decode(&row); err == io.EOF {
+			break
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if n != benchRows {
+		b.Fatalf("decoded %d rows", n)
+	}
+}
+
+// BenchmarkLoad_JSONLVsBaseline loads the messages file and decodes it with
+// the bare loop in turn, in one run, and reports the load's speed as a
+// share of the loop's, which a noisy machine moves less than either:
+//
+//	go test ./internal/dataset -run '^$' -bench JSONLVsBaseline -benchtime 10x
+func BenchmarkLoad_JSONLVsBaseline(b *testing.B) {
+	p := benchJSONL(b)
+	var load, bare time.Duration
+	for b.Loop() {
+		t := time.Now()
+		loadAll(b, p)
+		load += time.Since(t)
+		t = time.Now()
+		bareLoop(b, p)
+		bare += time.Since(t)
+	}
+	st, _ := os.Stat(p)
+	b.ReportMetric(float64(st.Size())*float64(b.N)/load.Seconds()/1e6, "load-MB/s")
+	b.ReportMetric(float64(st.Size())*float64(b.N)/bare.Seconds()/1e6, "bare-MB/s")
+	b.ReportMetric(bare.Seconds()/load.Seconds(), "load/bare")
 }
 
 func BenchmarkLoad_Parquet(b *testing.B) {

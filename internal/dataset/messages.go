@@ -71,7 +71,16 @@ func messageList(obj object, m mapping) (json.RawMessage, string) {
 // convertChat converts a row holding a message list, with an optional
 // top-level system prompt and tool list.
 func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
-	obj, err := decodeObject(raw, "chat")
+	var obj object
+	var lists []decodedList
+	var err *RowError
+	if len(m.fields) > 0 || len(raw) == 0 || raw[0] != '{' {
+		obj, err = decodeObject(raw, "chat")
+	} else if o, l, ok := scanChatRow(raw); ok {
+		obj, lists = o, l
+	} else {
+		obj, err = decodeObject(raw, "chat")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +88,12 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 	if list == nil {
 		return nil, rowErr("wrong shape", "row has no message list (looked for %v); the file's first row had one", MappingKeys["messages"])
 	}
-	msgs, err := convertMessages(list, m)
+	var msgs []conv.Message
+	if wires, ok := decoded(lists, key); ok {
+		msgs, err = convertRaws(fromWires(wires), m)
+	} else {
+		msgs, err = convertMessages(list, m)
+	}
 	if err != nil {
 		err.Reason = fmt.Sprintf("%s: %s", key, err.Reason)
 		return nil, err
@@ -115,6 +129,11 @@ func convertMessages(list json.RawMessage, m mapping) ([]conv.Message, *RowError
 	if err != nil {
 		return nil, err
 	}
+	return convertRaws(raws, m)
+}
+
+// convertRaws is convertMessages after decoding.
+func convertRaws(raws []rawMessage, m mapping) ([]conv.Message, *RowError) {
 	msgs := make([]conv.Message, 0, len(raws))
 	for i, r := range raws {
 		msg, err := convertMessage(r, m)
@@ -169,24 +188,14 @@ func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 		mapped = mapped || ok
 	}
 	if !mapped {
-		var wires []wireMessage
-		if err := json.Unmarshal(list, &wires); err != nil {
-			return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
-		}
-		raws := make([]rawMessage, len(wires))
-		for i, w := range wires {
-			raws[i] = rawMessage{
-				role:         present(w.Role, w.From, w.Speaker),
-				content:      present(w.Content, w.Value, w.Text),
-				reasoning:    present(w.ReasoningContent, w.Reasoning, w.Thinking),
-				toolCalls:    w.ToolCalls,
-				functionCall: w.FunctionCall,
-				toolCallID:   w.ToolCallID,
-				toolCallIDs:  w.ToolCallIDs,
-				name:         w.Name,
+		wires, ok := scanMessages(list)
+		if !ok {
+			wires = nil
+			if err := json.Unmarshal(list, &wires); err != nil {
+				return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
 			}
 		}
-		return raws, nil
+		return fromWires(wires), nil
 	}
 	var objs []object
 	if err := json.Unmarshal(list, &objs); err != nil {
@@ -207,6 +216,24 @@ func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 		}
 	}
 	return raws, nil
+}
+
+// fromWires picks each message's fields from the keys decoded.
+func fromWires(wires []wireMessage) []rawMessage {
+	raws := make([]rawMessage, len(wires))
+	for i, w := range wires {
+		raws[i] = rawMessage{
+			role:         present(w.Role, w.From, w.Speaker),
+			content:      present(w.Content, w.Value, w.Text),
+			reasoning:    present(w.ReasoningContent, w.Reasoning, w.Thinking),
+			toolCalls:    w.ToolCalls,
+			functionCall: w.FunctionCall,
+			toolCallID:   w.ToolCallID,
+			toolCallIDs:  w.ToolCallIDs,
+			name:         w.Name,
+		}
+	}
+	return raws
 }
 
 // present returns the first value given that is present and not null.

@@ -141,6 +141,9 @@ func decodeObject(raw []byte, shapeName string) (object, *RowError) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, rowErr("wrong shape", "row is a JSON %s, but the file's rows are %s objects", jsonKind(raw), shapeName)
 	}
+	if obj, ok := scanObject(raw); ok {
+		return obj, nil
+	}
 	var obj object
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, invalidJSON(err)
