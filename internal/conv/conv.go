@@ -210,6 +210,10 @@ func (g *Generation) Message() Message {
 // ArgumentsText) is left out, so keys made before those fields existed
 // stay valid and resumed runs find their work.
 func ContentKey(messages []Message, tools []ToolDef) string {
+	if b, ok := appendKeyJSON(nil, messages, tools); ok {
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:16])
+	}
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	// Encoding a slice of plain structs cannot fail.

@@ -22,6 +22,9 @@ type scanner struct {
 	dec *jsontext.Decoder
 }
 
+// dupNames lets a name repeat, as encoding/json does (the last one wins).
+var dupNames = jsontext.AllowDuplicateNames(true)
+
 var scanners = sync.Pool{New: func() any {
 	s := &scanner{}
 	s.dec = jsontext.NewDecoder(&s.r)
@@ -36,8 +39,7 @@ func eachMember(raw []byte, fn func(name, value []byte) bool) bool {
 	s := scanners.Get().(*scanner)
 	defer scanners.Put(s)
 	s.r.Reset(raw)
-	// encoding/json keeps the last of repeated names.
-	s.dec.Reset(&s.r, jsontext.AllowDuplicateNames(true))
+	s.dec.Reset(&s.r, dupNames)
 	if !s.members(raw, fn) {
 		return false
 	}
@@ -93,7 +95,7 @@ func scanMessages(list []byte) ([]wireMessage, bool) {
 	s := scanners.Get().(*scanner)
 	defer scanners.Put(s)
 	s.r.Reset(list)
-	s.dec.Reset(&s.r, jsontext.AllowDuplicateNames(true))
+	s.dec.Reset(&s.r, dupNames)
 	out, ok := s.messages(list)
 	if !ok {
 		return nil, false
@@ -154,7 +156,7 @@ func scanChatRow(raw []byte) (object, []decodedList, bool) {
 	s := scanners.Get().(*scanner)
 	defer scanners.Put(s)
 	s.r.Reset(raw)
-	s.dec.Reset(&s.r, jsontext.AllowDuplicateNames(true))
+	s.dec.Reset(&s.r, dupNames)
 	if tok, err := s.dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, nil, false
 	}
