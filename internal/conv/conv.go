@@ -210,10 +210,15 @@ func (g *Generation) Message() Message {
 // ArgumentsText) is left out, so keys made before those fields existed
 // stay valid and resumed runs find their work.
 func ContentKey(messages []Message, tools []ToolDef) string {
-	if b, ok := appendKeyJSON(nil, messages, tools); ok {
+	buf := keyBufs.Get().(*[]byte)
+	b, ok := appendKeyJSON((*buf)[:0], messages, tools)
+	if ok {
 		sum := sha256.Sum256(b)
+		*buf = b
+		keyBufs.Put(buf)
 		return hex.EncodeToString(sum[:16])
 	}
+	keyBufs.Put(buf)
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	// Encoding a slice of plain structs cannot fail.

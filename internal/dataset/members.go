@@ -109,7 +109,8 @@ func (s *scanner) messages(raw []byte) ([]wireMessage, bool) {
 	if tok, err := s.dec.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, false
 	}
-	var out []wireMessage
+	// Most conversations have a few messages: one allocation, not three.
+	out := make([]wireMessage, 0, 4)
 	for s.dec.PeekKind() == '{' {
 		var w wireMessage
 		fields := [...]*json.RawMessage{&w.Role, &w.From, &w.Speaker, &w.Content, &w.Value, &w.Text, &w.ReasoningContent,
