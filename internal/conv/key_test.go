@@ -3,6 +3,8 @@ package conv
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -62,5 +64,21 @@ func TestAppendKeyJSON_AsTheEncoder(t *testing.T) {
 		if got, ok := appendKeyJSON(nil, tc.msgs, tc.tools); ok && !bytes.Equal(got, keyJSONByEncoder(tc.msgs, tc.tools)) {
 			t.Errorf("%s: fast path wrote %s, the encoder %s", tc.name, got, keyJSONByEncoder(tc.msgs, tc.tools))
 		}
+	}
+}
+
+// TestAppendKeyJSON_KnowsEveryField: a field added to Message must be
+// written by appendKeyJSON (or make it decline) as the encoder writes it,
+// or the keys of plain conversations would change without notice.
+func TestAppendKeyJSON_KnowsEveryField(t *testing.T) {
+	want := []string{"role", "content", "null_content,omitempty", "parts,omitempty", "reasoning,omitempty",
+		"tool_calls,omitempty", "tool_call_id,omitempty", "name,omitempty"}
+	rt := reflect.TypeFor[Message]()
+	var got []string
+	for i := range rt.NumField() {
+		got = append(got, rt.Field(i).Tag.Get("json"))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Message's JSON fields are %q; appendKeyJSON writes %q", got, want)
 	}
 }
