@@ -27,10 +27,10 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		return r.fail(n, err)
 	}
 	why := batchWhy(prev, pr, r.opts.Force[n], digest)
-	if why == "up to date" {
+	if why == upToDate {
 		r.prog.begin(n, 0, 0, 0)
-		r.prog.finish(n, "up to date")
-		return &Result{Node: n, Action: "up to date", Why: why}
+		r.prog.finish(n, upToDate)
+		return &Result{Node: n, Action: upToDate, Why: why}
 	}
 	r.prog.begin(n, total, 0, 0)
 	// Unfinished until its new output is in: a crash at any point below
@@ -75,7 +75,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	if rep, ok := pr.stage.(Reporter); ok {
 		rep.Report(&stats)
 	}
-	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Status: "running", Fingerprint: pr.fp, StartedAt: started, Stats: stats}
+	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Status: state.StatusRunning, Fingerprint: pr.fp, StartedAt: started, Stats: stats}
 	if err := bw.Commit(r.store, running); err != nil {
 		return r.fail(n, err)
 	}
@@ -138,7 +138,7 @@ type Reporter interface {
 // batchUpToDate reports whether a batch instance's stored output still
 // holds: same configuration, same input, and its output file untouched.
 func batchUpToDate(prev *state.Instance, fp, digest string) bool {
-	if prev == nil || prev.Status != "done" || prev.Fingerprint != fp || prev.InputDigest != digest {
+	if prev == nil || prev.Status != state.StatusDone || prev.Fingerprint != fp || prev.InputDigest != digest {
 		return false
 	}
 	return changedOutput(prev) == ""

@@ -6,6 +6,10 @@ import (
 	"github.com/eaglet-dev/eaglet/state"
 )
 
+// upToDate is the decision that an instance has nothing to do. Run, plan
+// and status decide it here and nowhere else, in the words plan shows.
+const upToDate = "up to date"
+
 // configWhy says why an instance runs whatever its records: forced, never
 // ran, or run under another configuration; empty when none of these holds.
 func configWhy(prev *state.Instance, pr *prepared, force bool) string {
@@ -28,7 +32,7 @@ func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) str
 	}
 	switch {
 	case batchUpToDate(prev, pr.fp, digest):
-		return "up to date"
+		return upToDate
 	case prev.InputDigest != digest:
 		return "will rerun: input changed"
 	case changedOutput(prev) != "":
@@ -46,8 +50,8 @@ func mapperWhy(prev *state.Instance, pr *prepared, force bool, pending, total in
 	switch {
 	case pending > 0:
 		return fmt.Sprintf("will run: %d of %s to do", pending, Plural(total, "record"))
-	case prev.Status != "done":
+	case prev.Status != state.StatusDone:
 		return "will finish: last run stopped early; nothing left to process"
 	}
-	return "up to date"
+	return upToDate
 }

@@ -70,7 +70,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	// million): done when plan needs the figures, when answers may be
 	// reused, or when the instance may be up to date; a resumed run counts
 	// for its progress display while it dispatches.
-	counted := r.opts.Dry || !settled || lookForReuse || prev.Status == "done"
+	counted := r.opts.Dry || !settled || lookForReuse || prev.Status == state.StatusDone
 	var todo state.Pending
 	var countLater func() ([]state.Count, error)
 	switch {
@@ -86,14 +86,14 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	}
 	pending := todo.Records
 	why := mapperWhy(prev, pr, force, pending, total)
-	if counted && pending == 0 && prev != nil && prev.Status == "done" && prev.Fingerprint == pr.fp {
+	if counted && pending == 0 && prev != nil && prev.Status == state.StatusDone && prev.Fingerprint == pr.fp {
 		// Reconcile may have set outcomes aside (a lowered cap): refresh the digest.
 		if err := r.saveDone(ctx, pr, started, prev, digest, state.Stats{Settled: started.UnixNano()}); err != nil {
 			return r.fail(n, err)
 		}
 		r.prog.begin(n, 0, 0, 0)
-		r.prog.finish(n, "up to date")
-		return &Result{Node: n, Action: "up to date", Why: "up to date"}
+		r.prog.finish(n, upToDate)
+		return &Result{Node: n, Action: upToDate, Why: upToDate}
 	}
 	if counted {
 		kept, err := r.store.CountOutputs([]string{n.ID})
@@ -235,7 +235,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	if c.processed+reused == c.skipped {
 		// Nothing changed: only records a spent budget skips again, which
 		// plan calls up to date as well.
-		res.Action = "up to date"
+		res.Action = upToDate
 	}
 	r.prog.finish(n, "")
 	return res

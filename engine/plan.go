@@ -262,13 +262,11 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	// todo is how many input records the run processes.
 	todo := in.Records
 	s.Run = true
-	switch {
-	case force:
-		s.Action = "will rerun: forced"
-	case prev == nil:
-		s.Action = "will run: never ran"
-	case prev.Fingerprint != pr.fp:
-		s.Action = "will rerun: " + configDiff(string(prev.Stats.Config), pr.config)
+	// The decision is the run's own (decide.go); only an input still to be
+	// made is the plan's, since the run decides once that input exists.
+	switch why := configWhy(prev, pr, force); {
+	case why != "":
+		s.Action = why
 	case upstreamRuns && s.Mapper:
 		// Outcomes already stored are kept for the records that stay, so
 		// only the part of the input beyond them is new work.
@@ -289,34 +287,22 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		if err == nil {
 			err = d.readKept(store)
 		}
-		pending := left.Records
-		todo = pending
-		switch {
-		case err != nil:
+		if err != nil {
 			p.failStep(s, fmt.Errorf("%s: %w", n.ID, err))
 			return d
-		case pending > 0:
-			s.Action = fmt.Sprintf("will run: %d of %s to do", pending, Plural(in.Records, "record"))
-			d.leftover = pending
-		case prev.Status != "done":
-			s.Action = "will finish: last run stopped early; nothing left to process"
-		default:
-			s.Run, s.Action = false, "up to date"
 		}
+		todo = left.Records
+		d.leftover = todo
+		s.Action = mapperWhy(prev, pr, force, todo, in.Records)
+		s.Run = s.Action != upToDate
 	default:
 		digest, err := (&runner{p: p, store: store}).inputDigest(n)
-		switch {
-		case err != nil:
+		if err != nil {
 			s.Action = "will run: " + err.Error()
-		case batchUpToDate(prev, pr.fp, digest):
-			s.Run, s.Action = false, "up to date"
-		case prev.InputDigest != digest:
-			s.Action = "will rerun: input changed"
-		case changedOutput(prev) != "":
-			s.Action = "will rerun: " + changedOutput(prev) + " is missing or was changed"
-		default:
-			s.Action = "will finish: last run stopped early"
+			break
 		}
+		s.Action = batchWhy(prev, pr, force, digest)
+		s.Run = s.Action != upToDate
 	}
 	if !s.Run {
 		todo = 0

@@ -24,7 +24,7 @@ func (r *runner) quietSince(n *Node, since int64) bool {
 		if in.ID == n.ID {
 			continue
 		}
-		if in.Status != "done" || in.StartedAt.UnixNano() > since || in.FinishedAt.UnixNano() > since {
+		if in.Status != state.StatusDone || in.StartedAt.UnixNano() > since || in.FinishedAt.UnixNano() > since {
 			return false
 		}
 	}

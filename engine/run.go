@@ -245,7 +245,7 @@ func (r *runner) inputCount(upstream []string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if up != nil && up.Status == "done" && up.Stats.Records > 0 {
+		if up != nil && up.Status == state.StatusDone && up.Stats.Records > 0 {
 			return up.Stats.Records, nil
 		}
 	}
@@ -260,7 +260,7 @@ func (r *runner) fail(n *Node, err error) *Result {
 	msg := r.p.Spec.Redact(err.Error())
 	r.prog.finish(n, "FAILED: "+msg)
 	if prev, _ := r.store.GetInstance(n.ID); prev != nil {
-		prev.Status, prev.Error = "failed", msg
+		prev.Status, prev.Error = state.StatusFailed, msg
 		r.store.PutInstance(prev)
 	}
 	return &Result{Node: n, Action: "failed", Err: errors.New(r.p.Spec.Redact(r.p.instanceError(n, err).Error()))}
@@ -271,7 +271,7 @@ func (r *runner) fail(n *Node, err error) *Result {
 // next run finishes what this one began.
 func (r *runner) markRunning(pr *prepared, started time.Time, prev *state.Instance) (*state.Instance, error) {
 	n := pr.node
-	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Fingerprint: pr.fp, Status: "running", StartedAt: started}
+	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Fingerprint: pr.fp, Status: state.StatusRunning, StartedAt: started}
 	if n.Dataset != nil {
 		running.Dataset = n.Dataset.Name
 	}
@@ -290,7 +290,7 @@ func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, 
 	}
 	stats.Records = records
 	in := &state.Instance{ID: pr.node.ID, Stage: pr.node.Stage.Spec.Name, Fingerprint: pr.fp, InputDigest: inputDigest,
-		OutputDigest: digest, Status: "done", StartedAt: started, FinishedAt: time.Now(), Stats: stats}
+		OutputDigest: digest, Status: state.StatusDone, StartedAt: started, FinishedAt: time.Now(), Stats: stats}
 	if pr.node.Dataset != nil {
 		in.Dataset = pr.node.Dataset.Name
 	}
@@ -307,7 +307,7 @@ func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, 
 func (r *runner) finishedInputDigest(n *Node) (string, error) {
 	for _, need := range n.Needs {
 		up, err := r.store.GetInstance(need.ID)
-		if err != nil || up == nil || up.Status != "done" {
+		if err != nil || up == nil || up.Status != state.StatusDone {
 			return "", err
 		}
 	}

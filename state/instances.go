@@ -21,7 +21,7 @@ type Instance struct {
 	InputDigest string
 	// OutputDigest hashes the live output, so downstream knows if it changed.
 	OutputDigest string
-	// Status is "running", "done" or "failed".
+	// Status is StatusRunning, StatusDone or StatusFailed.
 	Status     string
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -30,6 +30,14 @@ type Instance struct {
 	Stats   Stats
 	Error   string
 }
+
+// Instance statuses as stored: a run marks an instance running before it
+// writes, then done, or failed when the instance itself failed.
+const (
+	StatusRunning = "running"
+	StatusDone    = "done"
+	StatusFailed  = "failed"
+)
 
 // Stats are counters a stage instance reports beyond its stored items.
 type Stats struct {

@@ -100,7 +100,7 @@ func statusOf(t *testing.T, spec string) ([]instanceStatus, map[string]string) {
 	}
 	states := map[string]string{}
 	for _, in := range st.Instances {
-		states[in.Instance] = in.State
+		states[in.Instance] = string(in.State)
 	}
 	return st.Instances, states
 }

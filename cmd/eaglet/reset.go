@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/eaglet-dev/eaglet/engine"
 )
 
 func init() {
@@ -46,8 +48,8 @@ func runReset(_ context.Context, env *cmdEnv, args []string) error {
 		verb = "forgot"
 	}
 	for _, id := range ids {
-		st := instanceStatus{Instance: id}
-		if err := fillStatus(store, &st, false); err != nil {
+		st, err := engine.InstanceStatus(store, id, false)
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "%s %s (%d done, %s completion tokens)\n", verb, id, st.Done, count(st.CompletionTokens))

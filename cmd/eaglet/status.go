@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -21,53 +19,12 @@ func init() {
 	register(command{name: "status", summary: "per stage and dataset: done, dropped, skipped, failed, tokens, time", run: runStatus})
 }
 
-// instanceStatus is one row of `eaglet status`, also its --json form.
+// instanceStatus is one row of `eaglet status`, also its --json form: the
+// engine's status of the instance with what status prices and draws.
 type instanceStatus struct {
-	Instance string `json:"instance"`
-	Stage    string `json:"stage"`
-	Dataset  string `json:"dataset,omitempty"`
-	State    string `json:"state"`
-	// In counts the records the instance received: the live output of
-	// each of its needs (a record two needs pass on counts twice), or for
-	// a loader what it read. In = Done - Copies + Dropped + Duplicates +
-	// Skipped + Failed + Pending.
-	In               int            `json:"in"`
-	Done             int            `json:"done"`
-	Dropped          int            `json:"dropped"`
-	Skipped          int            `json:"skipped"`
-	Failed           int            `json:"failed"`
-	PromptTokens     int64          `json:"prompt_tokens"`
-	CompletionTokens int64          `json:"completion_tokens"`
-	MeanCompletion   float64        `json:"mean_completion_tokens,omitempty"`
-	Dollars          float64        `json:"dollars,omitempty"`
-	Seconds          float64        `json:"seconds"`
-	Reasons          map[string]int `json:"reasons,omitempty"`
-	BadRows          map[string]int `json:"bad_rows_skipped,omitempty"`
-	Detected         string         `json:"detected,omitempty"`
-	Output           string         `json:"output,omitempty"`
-	MoreOutputs      []string       `json:"more_outputs,omitempty"`
-	Error            string         `json:"error,omitempty"`
-	// Reused counts done records answered from an earlier answer to the
-	// same content instead of a new request.
-	Reused int `json:"reused,omitempty"`
-	// Duplicates counts input records that repeated an earlier one and
-	// were kept once (not dropped).
-	Duplicates int `json:"duplicates,omitempty"`
-	// Requests counts the requests the live outcomes took over all runs,
-	// retries included; Retries the retried failures by kind.
-	Requests int            `json:"requests,omitempty"`
-	Retries  map[string]int `json:"retries,omitempty"`
-	// Copies counts records passed on more than once (merge's weights
-	// above 1), beyond the first of each.
-	Copies int `json:"copies,omitempty"`
-	// Pending counts input records with no outcome yet: a run cut short,
-	// or input that changed since the instance ran.
-	Pending int `json:"pending,omitempty"`
-	// Flagged counts records passed on but marked (decontamination's
-	// action: flag), and Examples shows a few dropped or flagged records
-	// beside what they matched (a dedupe's survivor, a benchmark line).
-	Flagged  map[string]int  `json:"flagged,omitempty"`
-	Examples []state.Example `json:"examples,omitempty"`
+	*engine.Status
+	MeanCompletion float64 `json:"mean_completion_tokens,omitempty"`
+	Dollars        float64 `json:"dollars,omitempty"`
 	// Lengths is the completion-length histogram of a request-sending
 	// instance, drawn as a sparkline in the table's notes.
 	Lengths *lengthHistogram `json:"completion_lengths,omitempty"`
@@ -111,29 +68,22 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 	return nil
 }
 
-// collectStatus reads every instance's figures from the store (nil: not run).
+// collectStatus reads every instance's figures from the store (nil: not
+// run) and adds what status prices and draws.
 func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, error) {
-	var rows []instanceStatus
-	live := state.Holder(p.Spec.State) != 0
-	for _, n := range p.Nodes {
-		st := instanceStatus{Instance: n.ID, Stage: n.Stage.Spec.Name, State: "not run"}
-		if n.Dataset != nil {
-			st.Dataset = n.Dataset.Name
-		}
-		if store != nil {
-			if err := fillStatus(store, &st, live); err != nil {
-				return nil, err
-			}
-			if err := account(store, n, &st); err != nil {
-				return nil, err
-			}
-		}
+	sts, err := p.Status(store, state.Holder(p.Spec.State) != 0)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]instanceStatus, len(sts))
+	for i, es := range sts {
+		st := instanceStatus{Status: es}
 		if st.Done > 0 && st.CompletionTokens > 0 {
 			st.MeanCompletion = float64(st.CompletionTokens) / float64(st.Done)
 		}
-		if o, ok := n.Stage.Options.(stages.EndpointUser); ok {
+		if o, ok := es.Node.Stage.Options.(stages.EndpointUser); ok {
 			if store != nil && st.Done > 0 {
-				h, err := report.Lengths(context.Background(), store, n.ID)
+				h, err := report.Lengths(context.Background(), store, es.Instance)
 				if err != nil {
 					return nil, err
 				}
@@ -144,50 +94,9 @@ func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, er
 				st.Dollars = (float64(st.PromptTokens)*ep.Price.Input + float64(st.CompletionTokens)*ep.Price.Output) / 1e6
 			}
 		}
-		rows = append(rows, st)
-	}
-	// An instance whose input is still being made is not final, whatever
-	// it finished last time; one that never ran on an unfinished input
-	// (a merge that would not write over failed records) is waiting.
-	state := map[string]string{}
-	for i, n := range p.Nodes {
-		for _, up := range n.Needs {
-			s := state[up.ID]
-			switch {
-			case s != "done" && s != "" && rows[i].State == "done":
-				rows[i].State = "stale"
-			case s != "done" && s != "" && s != "not run" && rows[i].State == "not run":
-				rows[i].State = "waiting"
-			}
-		}
-		state[n.ID] = rows[i].State
+		rows[i] = st
 	}
 	return rows, nil
-}
-
-// account fills in what the instance received and what of it has no
-// outcome yet, so that every record in is accounted for: passed on,
-// dropped by reason, a duplicate, skipped, failed or pending.
-func account(store *state.Store, n *engine.Node, st *instanceStatus) error {
-	accounted := st.Done - st.Copies + st.Dropped + st.Duplicates + st.Skipped + st.Failed
-	if len(n.Needs) == 0 {
-		st.In = accounted + sumValues(st.BadRows)
-		return nil
-	}
-	if st.State == "not run" {
-		return nil
-	}
-	// Each need's records on their own: those several needs share are
-	// counted as dropped (collapsed, or a dedupe's copies) by the reader.
-	for _, id := range n.Inputs() {
-		c, err := store.CountOutputs([]string{id})
-		if err != nil {
-			return err
-		}
-		st.In += c
-	}
-	st.Pending = max(st.In-accounted, 0)
-	return nil
 }
 
 // printStatus writes the status table and each instance's reasons and files.
@@ -266,66 +175,4 @@ func reasonList(prefix string, m map[string]int) []string {
 		out = append(out, line)
 	}
 	return out
-}
-
-// fillStatus reads one instance's row and counts; live says a run holds
-// the store now, so a "running" instance is running rather than killed.
-func fillStatus(store *state.Store, st *instanceStatus, live bool) error {
-	in, err := store.GetInstance(st.Instance)
-	if err != nil || in == nil {
-		return err
-	}
-	st.State, st.Seconds, st.Detected, st.Output, st.Error = in.Status, in.Seconds, in.Stats.Detected, in.Stats.Output, in.Error
-	if in.Status == "running" && !live {
-		st.State = "incomplete"
-	}
-	counts, err := store.Counts(st.Instance)
-	if err != nil {
-		return err
-	}
-	st.Reasons = map[string]int{}
-	for _, c := range counts {
-		switch stages.Status(c.Status) {
-		case stages.Done:
-			st.Done += c.N
-			st.Reused += c.Reused
-			st.PromptTokens += c.PromptTokens
-			st.CompletionTokens += c.CompletionTokens
-			continue
-		case stages.Dropped:
-			st.Dropped += c.N
-		case stages.Skipped:
-			st.Skipped += c.N
-		case stages.Failed:
-			st.Failed += c.N
-		}
-		st.Reasons[stages.Status(c.Status).String()+": "+c.Reason] += c.N
-	}
-	for reason, n := range in.Stats.Dropped {
-		if reason == "duplicate" {
-			st.Duplicates += n
-			continue
-		}
-		st.Dropped += n
-		st.Reasons["dropped: "+reason] += n
-	}
-	if st.Requests, st.Retries, err = store.Requests(st.Instance); err != nil {
-		return err
-	}
-	if len(st.Retries) == 0 {
-		st.Retries = nil
-	}
-	st.BadRows = in.Stats.Skipped
-	st.Copies = in.Stats.Copies
-	st.MoreOutputs = slices.Sorted(maps.Keys(in.Stats.MoreOutputs))
-	st.Flagged, st.Examples = in.Stats.Flagged, in.Stats.Examples
-	// An instance with failed records finished its pass but is not done:
-	// the next run retries them, and what follows works on part of it.
-	if st.State == "done" && st.Failed > 0 {
-		st.State = "partial"
-		if st.Done == 0 {
-			st.State = "failed"
-		}
-	}
-	return nil
 }
