@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -72,9 +73,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		r.prog.duplicates(n, dup)
 	}
 	stats := state.Stats{Dropped: out.dropped, Config: json.RawMessage(pr.config)}
-	if rep, ok := pr.stage.(Reporter); ok {
-		rep.Report(&stats)
-	}
+	report(pr.stage, &stats)
 	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Status: state.StatusRunning, Fingerprint: pr.fp, StartedAt: started, Stats: stats}
 	if err := bw.Commit(r.store, running); err != nil {
 		return r.fail(n, err)
@@ -83,9 +82,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		if err := fin.Finish(ctx, &orderedInput{store: r.store, id: n.ID, count: out.count}); err != nil {
 			return r.fail(n, err)
 		}
-		if rep, ok := pr.stage.(Reporter); ok {
-			rep.Report(&stats)
-		}
+		report(pr.stage, &stats)
 	}
 	if err := r.saveDone(ctx, pr, started, prev, digest, stats); err != nil {
 		return r.fail(n, err)
@@ -129,10 +126,23 @@ func (r *runner) reportCollapsed(pr *prepared, upstream []string, distinct int, 
 	return nil
 }
 
-// Reporter is implemented by stages with stats beyond their records: what a
-// loader detected and skipped, the file a merge wrote.
-type Reporter interface {
-	Report(stats *state.Stats)
+// report copies what a stage tells of its run into the instance's stats.
+func report(st stages.Stage, stats *state.Stats) {
+	rep, ok := st.(stages.Reporter)
+	if !ok {
+		return
+	}
+	var r stages.Report
+	rep.Report(&r)
+	stats.Detected, stats.Skipped, stats.Copies = r.Detected, r.Skipped, r.Copies
+	if r.Output != "" {
+		stats.Output, stats.OutputHash = r.Output, r.OutputHash
+	}
+	stats.MoreOutputs, stats.Flagged = r.MoreOutputs, r.Flagged
+	stats.Examples = nil
+	for _, e := range r.Examples {
+		stats.Examples = append(stats.Examples, state.Example(e))
+	}
 }
 
 // batchUpToDate reports whether a batch instance's stored output still
@@ -153,7 +163,7 @@ func changedOutput(prev *state.Instance) string {
 	}
 	maps.Copy(files, prev.Stats.MoreOutputs)
 	for _, path := range slices.Sorted(maps.Keys(files)) {
-		if h, err := state.FileStamp(path); err != nil || h != files[path] {
+		if h, err := outfile.Stamp(path); err != nil || h != files[path] {
 			return path
 		}
 	}

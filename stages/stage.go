@@ -224,6 +224,46 @@ type Output interface {
 	Drop(reason string)
 }
 
+// Reporter is implemented by Batch stages that tell more of a run than
+// their records: what a loader detected and skipped, the files a merge
+// wrote. Report is called once the output is committed and again after
+// Finish; the engine keeps what it says with the instance.
+type Reporter interface {
+	Report(r *Report)
+}
+
+// Report is what a Reporter tells.
+type Report struct {
+	// Detected is what a loader found the input to be, and Skipped the bad
+	// rows it skipped, by reason.
+	Detected string
+	Skipped  map[string]int
+	// Output is a file the stage wrote, with its stamp (outfile.Stamp), so
+	// a deleted or edited output is made again; MoreOutputs are further
+	// files, by path.
+	Output, OutputHash string
+	MoreOutputs        map[string]string
+	// Copies counts records passed on more than once, beyond the first.
+	Copies int
+	// Flagged counts records passed on but marked, by reason, and
+	// Examples shows a few dropped or flagged records beside what they
+	// matched.
+	Flagged  map[string]int
+	Examples []Example
+}
+
+// Example is a dropped or flagged record beside what it matched.
+type Example struct {
+	Reason string
+	// Record and Match name records as DATASET/KEY (file:line), or a
+	// benchmark's file and line.
+	Record, Match string
+	// Similarity is the estimated Jaccard similarity of a near duplicate.
+	Similarity float64
+	// Text is the matched words (a decontamination n-gram).
+	Text string
+}
+
 // Orderer is implemented by Batch stages whose output has an order (a
 // shuffle): Order gives a record's rank, nonzero and below 2^63.
 type Orderer interface {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -195,14 +194,4 @@ func (s *Store) Reset(ids []string) error {
 		}
 	}
 	return tx.Commit()
-}
-
-// FileStamp identifies a file's version by size and modification time:
-// cheap enough to check at every plan, and any rewrite changes it.
-func FileStamp(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
 }

@@ -253,3 +253,13 @@ func Claim(path string, o Options) error {
 	}
 	return writeMarker(path, &Marker{WrittenBy: writtenBy, Spec: o.Spec, Stage: o.Stage, WrittenAt: time.Now().UTC()})
 }
+
+// Stamp identifies a file's version by size and modification time: cheap
+// enough to check at every plan, and any rewrite changes it.
+func Stamp(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
+}

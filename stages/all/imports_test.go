@@ -13,7 +13,9 @@ import (
 const module = "github.com/eaglet-dev/eaglet/"
 
 // TestKindsImportNoOtherKind keeps kinds independent: a library two kinds
-// need belongs under internal/, not inside one of them.
+// need belongs under internal/, not inside one of them; and no kind
+// reaches into the engine or the store (tests may: they run a kind through
+// the engine and read what it stored).
 func TestKindsImportNoOtherKind(t *testing.T) {
 	dirs, err := os.ReadDir("..")
 	if err != nil {
@@ -39,6 +41,11 @@ func TestKindsImportNoOtherKind(t *testing.T) {
 			}
 			for _, imp := range f.Imports {
 				p, _ := strconv.Unquote(imp.Path.Value)
+				if (p == module+"state" || p == module+"engine") && !strings.HasSuffix(path, "_test.go") {
+					// The contract is in stages: a kind reports through
+					// stages.Report, and the engine keeps what it says.
+					t.Errorf("%s imports %s; a kind speaks to the engine only through package stages", path, p)
+				}
 				rest, ok := strings.CutPrefix(p, module+"stages/")
 				if !ok {
 					continue

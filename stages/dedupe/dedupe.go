@@ -14,7 +14,6 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -43,7 +42,7 @@ type Dedupe struct {
 	flag       bool
 	ngram      int
 
-	examples []state.Example
+	examples []stages.Example
 	flagged  map[string]int
 }
 
@@ -193,7 +192,7 @@ func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) er
 
 	d.examples, d.flagged = nil, map[string]int{}
 	shown := map[string]int{}
-	example := func(kind string, ex state.Example) {
+	example := func(kind string, ex stages.Example) {
 		if shown[kind] < examplesPerKind {
 			shown[kind]++
 			d.examples = append(d.examples, ex)
@@ -221,7 +220,7 @@ func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) er
 			}
 			reason := fmt.Sprintf("%s: %s duplicate of %s", rec.Dataset, kind, d.order[s.rank])
 			out.Drop(reason)
-			ex := state.Example{Reason: reason, Record: name(rec.Dataset, rec.Key, rec.Source), Match: d.order[s.rank] + "/" + hex.EncodeToString(s.key[:])}
+			ex := stages.Example{Reason: reason, Record: name(rec.Dataset, rec.Key, rec.Source), Match: d.order[s.rank] + "/" + hex.EncodeToString(s.key[:])}
 			if kind == "near" {
 				ex.Similarity = similarity(sigs[(i-1)*d.numPerm:i*d.numPerm], sigs[root*d.numPerm:(root+1)*d.numPerm])
 			}
@@ -337,8 +336,8 @@ func (d *Dedupe) group(ents []entry, sigs []byte) *unionFind {
 
 // benchExample shows a contaminated prompt beside the benchmark line it
 // shares an n-gram with, and the n-gram.
-func (d *Dedupe) benchExample(reason string, rec *conv.Record, ref benchRef) state.Example {
-	ex := state.Example{Reason: reason, Record: name(rec.Dataset, rec.Key, rec.Source), Match: d.bench.where(ref)}
+func (d *Dedupe) benchExample(reason string, rec *conv.Record, ref benchRef) stages.Example {
+	ex := stages.Example{Reason: reason, Record: name(rec.Dataset, rec.Key, rec.Source), Match: d.bench.where(ref)}
 	parts := promptText(rec)
 	if _, at, length, ok := d.bench.match(wordHashes(nil, parts)); ok {
 		ex.Text = strings.Join(wordsOf(parts)[at:at+length], " ")
@@ -356,7 +355,7 @@ func name(dataset, key string, src conv.Source) string {
 }
 
 // Report keeps the examples and flagged counts for status.
-func (d *Dedupe) Report(s *state.Stats) {
+func (d *Dedupe) Report(s *stages.Report) {
 	s.Examples, s.Flagged = d.examples, d.flagged
 	if len(s.Flagged) == 0 {
 		s.Flagged = nil

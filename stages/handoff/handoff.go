@@ -17,11 +17,11 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/launch"
+	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -333,7 +333,7 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 		return fmt.Errorf("handoff %s: %w", h.out, err)
 	}
 	h.manifestPath = filepath.Join(v.dir, "manifest.json")
-	h.stamp, err = state.FileStamp(h.manifestPath)
+	h.stamp, err = outfile.Stamp(h.manifestPath)
 	if err != nil {
 		return err
 	}
@@ -388,7 +388,7 @@ func (h *Handoff) launch(ctx context.Context, v *version) error {
 }
 
 // Report names the manifest, so a deleted version is written again.
-func (h *Handoff) Report(s *state.Stats) {
+func (h *Handoff) Report(s *stages.Report) {
 	if h.stamp != "" {
 		s.Output, s.OutputHash = h.manifestPath, h.stamp
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/dataset"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -154,7 +153,7 @@ func skipSummary(skipped map[string]int) string {
 }
 
 // Report records what the reader detected and which rows it skipped.
-func (l *Load) Report(s *state.Stats) {
+func (l *Load) Report(s *stages.Report) {
 	s.Detected, s.Skipped = l.detected, l.skipped
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -248,13 +247,13 @@ func (m *Merge) Finish(ctx context.Context, out stages.Input) error {
 		return fmt.Errorf("write %s: %w", m.out, err)
 	}
 	var err error
-	if m.hash, err = state.FileStamp(m.out); err != nil || m.evalOut == "" {
+	if m.hash, err = outfile.Stamp(m.out); err != nil || m.evalOut == "" {
 		return err
 	}
 	if err := m.write(ctx, out, m.evalOut, true); err != nil {
 		return fmt.Errorf("write %s: %w", m.evalOut, err)
 	}
-	m.evalHash, err = state.FileStamp(m.evalOut)
+	m.evalHash, err = outfile.Stamp(m.evalOut)
 	return err
 }
 
@@ -287,7 +286,7 @@ func (m *Merge) write(ctx context.Context, out stages.Input, path string, eval b
 
 // Report names the written file so a deleted or edited output is remade,
 // and counts the extra copies weights made, for status's accounting.
-func (m *Merge) Report(s *state.Stats) {
+func (m *Merge) Report(s *stages.Report) {
 	s.Copies = m.extra
 	if m.hash != "" {
 		s.Output, s.OutputHash = m.out, m.hash
