@@ -11,12 +11,6 @@ import (
 	"github.com/eaglet-dev/eaglet/state"
 )
 
-// Concurrenter is implemented by stages whose natural concurrency is not the
-// engine's default (generate takes its endpoint's).
-type Concurrenter interface {
-	DefaultConcurrency() int
-}
-
 // prepared is an instance ready to run or plan: options resolved, stage
 // built, fingerprint made.
 type prepared struct {
@@ -79,7 +73,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	fp, config := fingerprint(n.Stage.Kind.Name, opts, extra)
 
 	conc := 4 * runtime.NumCPU()
-	if c, ok := st.(Concurrenter); ok {
+	if c, ok := st.(stages.Concurrenter); ok {
 		conc = c.DefaultConcurrency()
 	}
 	if ce := n.Stage.Spec.Concurrency; !ce.IsZero() {

@@ -141,6 +141,12 @@ type Costly interface {
 	Reuse(out *conv.Record) (Outcome, error)
 }
 
+// Concurrenter is implemented by Mappers whose natural concurrency is not
+// the engine's default (generate takes its endpoint's).
+type Concurrenter interface {
+	DefaultConcurrency() int
+}
+
 // Spender is implemented by stages that pay for their work: Spent is what
 // this run has cost so far in dollars (0 when the price is unknown).
 type Spender interface {
