@@ -255,3 +255,39 @@ func (s *Store) AnswerCounts(ctx context.Context, inst string) ([]Count, error) 
 	}
 	return out, rows.Err()
 }
+
+// UsageBin is what the live answers of an instance finished in one time
+// bin hold: the measures a budget limits.
+type UsageBin struct {
+	Instance                       string
+	Bin, Answers                   int
+	PromptTokens, CompletionTokens int64
+}
+
+// UsageOverTime bins the live, done answers of the given instances by when
+// they finished, as Timeline bins from start in bins of width ms: what a
+// budget counts (live outcomes, carried over between runs), so the last
+// cumulative value is what the budget has spent. Answers finished before
+// start, or with no timing (stored by an older eaglet), fall in bin -1.
+func (s *Store) UsageOverTime(ctx context.Context, instances []string, start, width int64) ([]UsageBin, error) {
+	if len(instances) == 0 || width <= 0 {
+		return nil, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT instance, CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END,
+		COUNT(*), SUM(ptok), SUM(ctok) FROM items
+		WHERE instance IN (`+placeholders(len(instances))+`) AND live = 1 AND status = 0 AND in_chash != '' GROUP BY 1, 2`,
+		args([]any{start, start, width}, instances)...)
+	if err != nil {
+		return nil, fmt.Errorf("usage over time: %w", err)
+	}
+	defer rows.Close()
+	var out []UsageBin
+	for rows.Next() {
+		var b UsageBin
+		if err := rows.Scan(&b.Instance, &b.Bin, &b.Answers, &b.PromptTokens, &b.CompletionTokens); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

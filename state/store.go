@@ -155,6 +155,14 @@ var migrations = []string{
 		WHERE in_chash != '' AND data IS NOT NULL AND json_valid(CAST(data AS TEXT));
 	CREATE INDEX items_answers ON items (instance, live, status, ctok, ptok, finish, sent_ms, first_ms, done_ms, url, in_chash)
 		WHERE in_chash != '';`,
+	// The last `eaglet plan` of the spec, so the report compares it with
+	// what the runs after it did: when it was made (Unix ms), a hash of
+	// the spec file it was made for, and its figures as JSON. One row.
+	`CREATE TABLE plans (
+		made    INTEGER NOT NULL,
+		spec_fp TEXT NOT NULL,
+		body    TEXT NOT NULL
+	);`,
 }
 
 // SchemaVersion is the schema this binary writes.
