@@ -319,6 +319,25 @@ type EndpointUser interface {
 	EndpointName() string
 }
 
+// Budgeted is implemented by the options of kinds that spend under a
+// budget (generate), so that the report can draw what is spent against
+// the budget itself without knowing the kind.
+type Budgeted interface {
+	// BudgetLimits returns the budget as the spec states it, nil when
+	// there is none.
+	BudgetLimits() *BudgetLimits
+}
+
+// BudgetLimits are a budget's limits by what they measure
+// ("completion_tokens", "total_tokens", "samples", "dollars"), as
+// instance-level expressions (evaluated against the instance's input, as
+// the kind evaluates them), and whether one budget is shared by every
+// instance of the stage rather than each having its own.
+type BudgetLimits struct {
+	Limits map[string]specs.Expr
+	Shared bool
+}
+
 // Fingerprinter is implemented by stages whose output depends on more than
 // their options: the files a loader reads (path, size, modification time),
 // the model behind an endpoint. A change in it reruns the stage.

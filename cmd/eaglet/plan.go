@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,14 +11,16 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
 	register(command{name: "plan", summary: "show what a run would do, with token, time, cost and disk estimates", run: runPlan})
 }
 
-func runPlan(_ context.Context, env *cmdEnv, args []string) error {
+func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlags(env, "plan", "[--detailed-exitcode] [--allow-outside] SPEC", "Shows for each stage instance whether it is up to date or will run and why, with\nestimates. Reads local files and the state store; calls no server.")
 	detailed := fs.Bool("detailed-exitcode", false, "exit 4 when something would run, 0 when all is up to date")
 	p, store, err := specAndStore(env, fs, args)
@@ -38,6 +41,9 @@ func runPlan(_ context.Context, env *cmdEnv, args []string) error {
 	if len(errs) > 0 {
 		fmt.Fprintln(env.stderr, p.Spec.Redact(specs.FormatErrors(errs)))
 		return &exitError{code: exitSpec, err: errors.New("the plan has errors (see above)")}
+	}
+	if note := recordPlan(ctx, p, store, steps); note != "" {
+		fmt.Fprintln(env.stderr, note)
 	}
 	if *detailed {
 		for _, s := range steps {
@@ -127,4 +133,45 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+}
+
+// planWait is how long plan waits for a committing run to let it record
+// the plan: a plan left unrecorded costs less than a run kept waiting.
+const planWait = 2 * time.Second
+
+// recordPlan keeps the plan's figures in the store (creating it before the
+// first run), for the report's plan versus actual, and says why when it
+// does not: a plan is advice, so nothing here fails the command. While a
+// run holds the store the plan is not recorded, so that run's report
+// compares it with the plan made before it.
+func recordPlan(ctx context.Context, p *engine.Pipeline, store *state.Store, steps []*engine.Step) string {
+	if pid := state.Holder(p.Spec.State); pid != 0 {
+		return fmt.Sprintf("plan not recorded for the report: a run (pid %d) is using the store", pid)
+	}
+	var body report.RecordedPlan
+	for _, s := range steps {
+		ps := report.PlanStep{Instance: s.Node.ID, Run: s.Run, Records: s.Estimate.Records, Exact: s.Estimate.Exact}
+		if s.Run {
+			ps.Todo, ps.CompletionTokens, ps.Seconds, ps.Dollars = s.Todo, s.NewTokens, s.Estimate.Seconds, s.Estimate.Dollars
+		}
+		body.Steps = append(body.Steps, ps)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return "plan not recorded for the report: " + err.Error()
+	}
+	if store == nil {
+		if store, err = openStore(p.Spec.State); err != nil {
+			return "plan not recorded for the report: " + err.Error()
+		}
+		defer store.Close()
+	}
+	err = store.SavePlan(ctx, state.Plan{Made: time.Now(), SpecFP: specFingerprint(p), Body: data}, planWait)
+	switch {
+	case errors.Is(err, state.ErrBusy):
+		return fmt.Sprintf("plan not recorded for the report: the store stayed busy for %s", planWait)
+	case err != nil:
+		return "plan not recorded for the report: " + err.Error()
+	}
+	return ""
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/internal/report"
+	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -51,7 +54,7 @@ func reportPath(p *engine.Pipeline) string {
 
 // reportInput tells the report what the pipeline's instances are.
 func reportInput(p *engine.Pipeline, live bool) report.Input {
-	in := report.Input{Spec: p.Spec.Name, SpecPath: p.Spec.Path, StatePath: p.Spec.State, Live: live}
+	in := report.Input{Spec: p.Spec.Name, SpecPath: p.Spec.Path, StatePath: p.Spec.State, Live: live, SpecFP: specFingerprint(p)}
 	for _, n := range p.Nodes {
 		i := report.Instance{ID: n.ID, Stage: n.Stage.Spec.Name}
 		if n.Dataset != nil {
@@ -66,9 +69,45 @@ func reportInput(p *engine.Pipeline, live bool) report.Input {
 				i.Price = &report.Price{Input: ep.Price.Input, Output: ep.Price.Output}
 			}
 		}
+		if o, ok := n.Stage.Options.(stages.Budgeted); ok {
+			i.Budget = budgetOf(p, n, o.BudgetLimits())
+		}
 		in.Instances = append(in.Instances, i)
 	}
 	return in
+}
+
+// budgetOf gives the report an instance's budget, its limits evaluated
+// as the engine evaluates an instance's options: against the spec's vars,
+// the dataset and the instance's input.
+func budgetOf(p *engine.Pipeline, n *engine.Node, b *stages.BudgetLimits) *report.Budget {
+	if b == nil {
+		return nil
+	}
+	return &report.Budget{Shared: b.Shared, Limits: func(in specs.InputInfo) (map[string]float64, error) {
+		env := p.Spec.Env(n.Dataset, in)
+		out := map[string]float64{}
+		for name, e := range b.Limits {
+			v, err := e.EvalFloat(env)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = v
+		}
+		return out, nil
+	}}
+}
+
+// specFingerprint identifies the spec file's content, for the report to
+// tell whether the recorded plan was made for the spec as it is. It is the
+// file's hash: a ${VAR} the spec reads is not part of it.
+func specFingerprint(p *engine.Pipeline) string {
+	src, err := os.ReadFile(p.Spec.Path)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(src)
+	return hex.EncodeToString(sum[:])
 }
 
 // generatorMark is how a file says it is an eaglet report.

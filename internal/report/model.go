@@ -27,6 +27,9 @@ type Input struct {
 	// SampleSize is how many records the browser holds over all datasets
 	// (default 1,000).
 	SampleSize int
+	// SpecFP identifies the spec as it is now, to tell whether the
+	// recorded plan was made for it.
+	SpecFP string
 }
 
 // Instance is one stage instance of the spec.
@@ -41,6 +44,8 @@ type Instance struct {
 	Upstream []string
 	// EstCompletion is its dataset's est_completion_tokens (0: not given).
 	EstCompletion int
+	// Budget is its budget, nil without one.
+	Budget *Budget
 }
 
 // Price is dollars per million prompt and completion tokens.
@@ -66,6 +71,11 @@ type Page struct {
 	Sampled, Total int
 	// Answering says the spec has a stage that sends requests.
 	Answering bool
+	// Plan compares the last recorded plan with what ran since; nil when
+	// nothing sends requests.
+	Plan *PlanTable
+	// PlanHead names the figures of the plan's rows.
+	PlanHead []string
 }
 
 // Fact is one figure of the summary.
@@ -119,7 +129,18 @@ func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
 	}
 	p.Sections = sections
 	p.Summary = summary(in, gens, outcomes, &all)
-	if p.TimelineTitle, p.Timeline, err = timeline(ctx, st, gens, estimate(gens, outcomes)); err != nil {
+	limits, err := budgetLimits(gens, outcomes)
+	if err != nil {
+		return nil, err
+	}
+	p.Summary = append(p.Summary, budgetFacts(limits, outcomes)...)
+	if p.Answering {
+		if p.Plan, err = planTable(ctx, st, in, gens, outcomes, p.Generated); err != nil {
+			return nil, err
+		}
+		p.PlanHead = planHead
+	}
+	if p.TimelineTitle, p.Timeline, err = timeline(ctx, st, gens, estimate(gens, outcomes), limits); err != nil {
 		return nil, err
 	}
 	p.Sampled, p.Total = len(recs), all.done

@@ -16,8 +16,9 @@ const timeBins = 100
 // timeline draws the charts over time of the request-sending instances'
 // latest run: throughput and answers per endpoint URL, requests in flight
 // per endpoint, failures by kind, and the completion tokens spent against
-// the plan's estimate. The title says when that run began.
-func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64) (string, []Chart, error) {
+// the plan's estimate and against each budget limit. The title says when
+// that run began.
+func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64, limits []budgetLimit) (string, []Chart, error) {
 	ids := make([]string, len(gens))
 	endpoint := map[string]string{}
 	for i, g := range gens {
@@ -77,8 +78,16 @@ func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64
 	if len(failures) == 0 {
 		failChart.Note = "no failures"
 	}
+	charts = append(charts, failChart)
+	if len(limits) > 0 {
+		b, err := budgetChart(ctx, st, limits, tl)
+		if err != nil {
+			return "", nil, err
+		}
+		charts = append(charts, b)
+	}
 	title := "Over time: the run from " + time.UnixMilli(tl.start).Format("2006-01-02 15:04:05")
-	return title, append(charts, failChart), nil
+	return title, charts, nil
 }
 
 // binned is the timeline of a window cut into bins.
