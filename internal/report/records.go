@@ -20,8 +20,26 @@ type record struct {
 	Prompt     int       `json:"prompt_tokens"`
 	MaxTokens  int       `json:"max_tokens"`
 	Messages   []message `json:"messages"`
-	PromptIDs  []int     `json:"prompt_ids,omitempty"`
-	MoreIDs    int       `json:"more_ids,omitempty"`
+	// Tokens is set when a tokenizer stage ran: the ids a handoff
+	// supervises and those it does not.
+	Tokens *tokenView `json:"tokens,omitempty"`
+}
+
+// tokenView is a record's last answer as a trainer sees it: the end of the
+// prompt's ids (loss mask 0) then the answer's (loss mask 1), as handoff
+// rows lay them out. Only the boundary is kept, maxIDs ids in all, so the
+// sample stays small whatever the lengths.
+type tokenView struct {
+	// Prompt are the prompt's last ids, Earlier how many come before them.
+	Prompt  []int `json:"prompt"`
+	Earlier int   `json:"earlier,omitempty"`
+	// Answer are the answer's first ids as the server returned them, Later
+	// how many follow; none when the server returned no ids (handoff then
+	// tokenizes the answer's text).
+	Answer []int `json:"answer,omitempty"`
+	Later  int   `json:"later,omitempty"`
+	// Supervised counts the answer's tokens, the ones the loss is taken on.
+	Supervised int `json:"supervised"`
 }
 
 type message struct {
@@ -72,13 +90,28 @@ func sampleRecords(ctx context.Context, st *state.Store, g Instance, n int) ([]r
 			}
 			r.Messages = append(r.Messages, cutMessage(gen.Message(), true))
 		}
-		r.PromptIDs = rec.PromptIDs
-		if len(r.PromptIDs) > maxIDs {
-			r.PromptIDs, r.MoreIDs = r.PromptIDs[:maxIDs], len(r.PromptIDs)-maxIDs
+		if len(rec.PromptIDs) > 0 {
+			r.Tokens = tokensOf(rec.PromptIDs, rec.Generation)
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// tokensOf keeps the ids around the boundary between prompt and answer:
+// up to half of maxIDs of each, more of one when the other is short.
+func tokensOf(prompt []int, gen *conv.Generation) *tokenView {
+	t := &tokenView{}
+	var answer []int
+	if gen != nil {
+		answer = gen.OutputIDs
+		t.Supervised = max(len(answer), gen.CompletionTokens)
+	}
+	keepAnswer := min(len(answer), max(maxIDs/2, maxIDs-len(prompt)))
+	keepPrompt := min(len(prompt), maxIDs-keepAnswer)
+	t.Prompt, t.Earlier = prompt[len(prompt)-keepPrompt:], len(prompt)-keepPrompt
+	t.Answer, t.Later = answer[:keepAnswer], len(answer)-keepAnswer
+	return t
 }
 
 func cutMessage(m conv.Message, answer bool) message {

@@ -1,6 +1,7 @@
 // The record browser: filters the embedded sample and shows the first
 // matches, each record as a conversation with reasoning, tool calls and
-// prompt ids folded. Record text is only ever set as textContent.
+// the token ids with their loss mask folded. Record text is only ever set
+// as textContent.
 (function () {
   "use strict";
   var records = JSON.parse(document.getElementById("record-data").textContent);
@@ -18,6 +19,34 @@
     var d = node("details", "fold");
     d.appendChild(node("summary", "", label));
     d.appendChild(node("pre", "", text));
+    return d;
+  }
+
+  // The ids a trainer sees, shaded where the loss mask is 1 (the answer,
+  // supervised); built when opened, so closed records cost no nodes.
+  function tokens(t) {
+    var d = node("details", "fold tokens");
+    d.appendChild(node("summary", "", "token ids and loss mask (" + (t.earlier + t.prompt.length) + " prompt, not supervised; " +
+      t.supervised + " answer, supervised)"));
+    d.addEventListener("toggle", function () {
+      if (!d.open || d.querySelector(".ids")) return;
+      var box = node("div", "ids");
+      var more = function (text) { box.appendChild(node("span", "more", text)); box.appendChild(document.createTextNode(" ")); };
+      var ids = function (list, mask) {
+        list.forEach(function (id) {
+          var s = node("span", mask ? "sup" : "", String(id));
+          s.dataset.mask = mask;
+          box.appendChild(s);
+          box.appendChild(document.createTextNode(" "));
+        });
+      };
+      if (t.earlier) more("… " + t.earlier + " earlier prompt ids");
+      ids(t.prompt, 0);
+      if (t.answer) ids(t.answer, 1);
+      else more("(" + t.supervised + " supervised ids: the server returned none; handoff tokenizes the answer's text)");
+      if (t.later) more("… " + t.later + " more answer ids");
+      d.appendChild(box);
+    });
     return d;
   }
 
@@ -74,10 +103,7 @@
         if (m.tool_calls) msg.appendChild(fold("tool calls", m.tool_calls));
         convo.appendChild(msg);
       });
-      if (r.prompt_ids) {
-        convo.appendChild(fold("prompt ids (" + (r.prompt_ids.length + (r.more_ids || 0)) + ")",
-          r.prompt_ids.join(" ") + (r.more_ids ? " … " + r.more_ids + " more" : "")));
-      }
+      if (r.tokens) convo.appendChild(tokens(r.tokens));
       card.appendChild(convo);
       box.appendChild(card);
     });
