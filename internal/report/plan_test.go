@@ -72,7 +72,6 @@ func TestBuild_PlanVersusActual(t *testing.T) {
 	}
 }
 
-
 // TestBuild_BudgetBurnDown: each budget limit is shown as spent of its
 // own limit, a stage-wide one once over all its instances, and drawn over
 // time as a share of the limit against the limit itself.
