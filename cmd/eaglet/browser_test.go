@@ -109,7 +109,9 @@ func headless(t *testing.T) (context.Context, func() []string) {
 
 // browserSpec writes a spec of two datasets answered over HTTP by two sim
 // servers (so throughput is drawn per URL), streaming, decoding at speed
-// tokens per second a sequence, filtered on the finish reason. With
+// tokens per second a sequence, filtered on the finish reason, with a
+// budget of 1,000 completion tokens a record (more than max_tokens, so it
+// skips nothing, but is drawn). With
 // faulty, one server answers 15% of requests with a 500 and generate does
 // not retry, so some records fail.
 func browserSpec(t *testing.T, speed float64, faulty bool) string {
@@ -140,7 +142,8 @@ endpoints:
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: 60, seed: 1}}
-  - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 512, temperature: 0.7, retries: %[4]d}}
+  - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 512, temperature: 0.7, retries: %[4]d,
+      budget: {completion_tokens: "input.records * 1000"}}}
   - {name: filter, uses: filter, needs: [generate], foreach: datasets, with: {keep: "finish_reason == 'stop'"}}
 `, data, a, b, retries)
 	path := filepath.Join(t.TempDir(), "browser.yaml")
@@ -214,6 +217,9 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 func TestBrowser_Report(t *testing.T) {
 	ctx, consoleErrors := headless(t)
 	spec := browserSpec(t, 0, true)
+	if code, _, errs := eaglet("plan", spec); code != exitOK || errs != "" {
+		t.Fatalf("plan: exit %d\n%s", code, errs)
+	}
 	if code, _, errs := eaglet("run", spec); code != exitFailure || !strings.Contains(errs, "failed") {
 		t.Fatalf("run with injected 500s and no retries: exit %d, want %d for failed records\n%s", code, exitFailure, errs)
 	}
@@ -287,6 +293,45 @@ func TestBrowser_Report(t *testing.T) {
 	for id, series := range map[string]int{"tokens-per-second": 2, "requests-per-second": 2, "in-flight": 1, "first-token": 2, "burn": 2} {
 		if c := charts[id]; c.Series != series || c.Declared != series || !slices.Contains(c.Titles, "time since the first request") {
 			t.Errorf("%s: %d series (declared %d), titles %q; want %d series over time", id, c.Series, c.Declared, c.Titles, series)
+		}
+	}
+
+	// Plan versus actual: the plan made before the run, for this spec,
+	// beside what the run did.
+	plan, err := chromedp.Run(ctx, chromedp.Evaluate[domPlan](readPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan.Title, "made for the spec as it is") || plan.Changed || len(plan.Head) != 5 {
+		t.Errorf("plan versus actual: title %q, changed %v, figures %q", plan.Title, plan.Changed, plan.Head)
+	}
+	for _, inst := range []string{"generate[chat]", "generate[code]"} {
+		cells := plan.Rows[inst]
+		// records (plan, actual), requests (plan, actual), ...: about 60
+		// records each (cap runs in the plan's dry run, generate is
+		// estimated), answered but for the 500s.
+		if len(cells) != 10 || cells[0] != "~60" || cells[1] != fmt.Sprint(done[inst]) || cells[2] != "60" || cells[3] != fmt.Sprint(done[inst]) {
+			t.Errorf("plan versus actual of %s: %q; want 60 planned and %d done", inst, cells, done[inst])
+		}
+		if len(cells) == 10 && (!strings.HasPrefix(cells[8], "$") || !strings.HasPrefix(cells[9], "$")) {
+			t.Errorf("plan versus actual of %s: cost %q / %q", inst, cells[8], cells[9])
+		}
+	}
+	if _, ok := plan.Rows["all"]; !ok {
+		t.Errorf("plan versus actual has no row for all datasets: %v", plan.Rows)
+	}
+	// The budget burn-down: each dataset's budget against itself.
+	if b := charts["budget"]; b.Series != 3 || !slices.Contains(b.Titles, "% of the limit") {
+		t.Errorf("budget chart: %d series, titles %q; want both budgets and the limit", b.Series, b.Titles)
+	}
+	facts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(Array.from(
+		document.querySelectorAll("#summary dl.facts div")).map(function (d) { return [d.querySelector("dt").textContent, d.querySelector("dd").textContent]; }))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inst := range []string{"generate[chat]", "generate[code]"} {
+		if got := facts["budget "+inst+" completion_tokens"]; !strings.HasSuffix(got, " of 60000 ("+fmt.Sprint(int(0.5+100*float64(completed(t, st, inst))/60000))+"%)") {
+			t.Errorf("budget of %s: %q", inst, got)
 		}
 	}
 
@@ -387,6 +432,35 @@ func TestBrowser_ServeDuringRun(t *testing.T) {
 	if errs := consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// domPlan is the plan versus actual table as the page shows it.
+type domPlan struct {
+	Title   string              `json:"title"`
+	Changed bool                `json:"changed"`
+	Head    []string            `json:"head"`
+	Rows    map[string][]string `json:"rows"`
+}
+
+const readPlan = `(function () {
+  var s = document.getElementById("plan-vs-actual");
+  var rows = {};
+  s.querySelectorAll("tbody tr").forEach(function (tr) {
+    rows[tr.dataset.instance] = Array.from(tr.querySelectorAll("td")).map(function (td) { return td.textContent; });
+  });
+  return { title: s.querySelector("h2").textContent, changed: s.dataset.changed === "true",
+    head: Array.from(s.querySelectorAll("thead tr:first-child th[colspan]")).map(function (th) { return th.textContent; }), rows: rows };
+})()`
+
+// completed is the completion tokens of an instance's live answers, as
+// its budget counts them.
+func completed(t *testing.T, st *state.Store, inst string) int64 {
+	t.Helper()
+	c, err := st.AnswerCounts(context.Background(), inst)
+	if err != nil || len(c) == 0 {
+		t.Fatalf("answers of %s: %v", inst, err)
+	}
+	return c[0].CompletionTokens
 }
 
 // answerPhrase returns a stored record's key and the first words of its
