@@ -484,3 +484,113 @@ func exceptionText(d *runtime.ExceptionDetails) string {
 	}
 	return ""
 }
+
+// TestBrowser_LossMask runs a spec whose prompts a tokenize stage encodes
+// and SGLang's native API answers with output ids, opens a record in the
+// report's browser and reads its token ids: the prompt's (loss mask 0)
+// then the answer's (1), shaded, the boundary where the store has it. A
+// spec edited after its plan is shown as changed since.
+func TestBrowser_LossMask(t *testing.T) {
+	ctx, consoleErrors := headless(t)
+	url := simtest.Serve(t, server.Config{Model: sim.New(sim.Config{Seed: 5, MeanTokens: 60})})
+	data, _ := filepath.Abs("../../specs/examples/data")
+	tok, _ := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
+	spec := filepath.Join(t.TempDir(), "mask.yaml")
+	src := fmt.Sprintf(`version: 1
+name: mask
+state: run/state.db
+datasets:
+  chat: {source: %s/chat.jsonl, format: messages}
+endpoints:
+  target: {api: sglang, urls: ["%s"], model: sim}
+stages:
+  - {name: load, uses: load, foreach: datasets, with: {limit: 30}}
+  - {name: tokenize, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: "%s"}}
+  - {name: generate, uses: generate, needs: [tokenize], foreach: datasets, with: {max_tokens: 200}}
+`, data, url, tok)
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"plan", "run"} {
+		if code, _, errs := eaglet(cmd, spec); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", cmd, code, errs)
+		}
+	}
+	if err := os.WriteFile(spec, []byte(src+"# edited after the plan\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "report.html")
+	if code, _, errs := eaglet("report", "--out", out, spec); code != exitOK {
+		t.Fatalf("report: exit %d\n%s", code, errs)
+	}
+	st, err := state.OpenReadOnly(filepath.Join(filepath.Dir(spec), "run", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitVisible("#records .record")); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := chromedp.Run(ctx, chromedp.Evaluate[domPlan](readPlan))
+	if err != nil || !plan.Changed || !strings.Contains(plan.Title, "it has changed since") {
+		t.Errorf("plan of a spec edited since: %+v, %v; want it marked changed", plan, err)
+	}
+
+	// The first record shown: open it and its ids.
+	type domIDs struct {
+		Key     string   `json:"key"`
+		Summary string   `json:"summary"`
+		IDs     []int    `json:"ids"`
+		Mask    []int    `json:"mask"`
+		Shaded  int      `json:"shaded"`
+		More    []string `json:"more"`
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[domIDs](`(function () {
+		var r = document.querySelector("#records .record");
+		r.querySelector("details.conversation").open = true;
+		var d = r.querySelector("details.tokens");
+		d.open = true;
+		d.dispatchEvent(new Event("toggle"));
+		var spans = Array.from(d.querySelectorAll(".ids span[data-mask]"));
+		return { key: r.dataset.key, summary: d.querySelector("summary").textContent,
+			ids: spans.map(function (s) { return Number(s.textContent); }),
+			mask: spans.map(function (s) { return Number(s.dataset.mask); }),
+			shaded: spans.filter(function (s) { return s.classList.contains("sup") && getComputedStyle(s).backgroundColor !== "rgba(0, 0, 0, 0)"; }).length,
+			more: Array.from(d.querySelectorAll(".ids .more")).map(function (s) { return s.textContent; }) };
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec conv.Record
+	sample, err := st.Sample(context.Background(), "generate[chat]", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range sample {
+		if row.Key == got.Key {
+			json.Unmarshal(row.Data, &rec)
+		}
+	}
+	if rec.Generation == nil || len(rec.PromptIDs) == 0 || len(rec.Generation.OutputIDs) == 0 {
+		t.Fatalf("record %s in the store has no prompt or output ids: %+v", got.Key, rec)
+	}
+	// Short prompts and answers are shown whole: the prompt's ids, then the answer's.
+	want := append(append([]int(nil), rec.PromptIDs...), rec.Generation.OutputIDs...)
+	if len(want) > 256 {
+		t.Fatalf("record %s has %d ids; the test wants them all shown", got.Key, len(want))
+	}
+	wantMask := make([]int, len(want))
+	for i := len(rec.PromptIDs); i < len(want); i++ {
+		wantMask[i] = 1
+	}
+	if !slices.Equal(got.IDs, want) || !slices.Equal(got.Mask, wantMask) || got.Shaded != len(rec.Generation.OutputIDs) || len(got.More) != 0 {
+		t.Errorf("record %s shows ids %v\nmask %v (%d shaded, %q)\nwant %v\nmask %v", got.Key, got.IDs, got.Mask, got.Shaded, got.More, want, wantMask)
+	}
+	if wantSum := fmt.Sprintf("(%d prompt, not supervised; %d answer, supervised)", len(rec.PromptIDs), len(rec.Generation.OutputIDs)); !strings.Contains(got.Summary, wantSum) {
+		t.Errorf("ids fold %q; want %q", got.Summary, wantSum)
+	}
+	screenshot(t, ctx, "report-loss-mask.png")
+	if errs := consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

@@ -38,7 +38,8 @@ type tokenView struct {
 	// tokenizes the answer's text).
 	Answer []int `json:"answer,omitempty"`
 	Later  int   `json:"later,omitempty"`
-	// Supervised counts the answer's tokens, the ones the loss is taken on.
+	// Supervised counts the answer's ids (its tokens when the server
+	// returned none): those the loss is taken on.
 	Supervised int `json:"supervised"`
 }
 
@@ -104,8 +105,10 @@ func tokensOf(prompt []int, gen *conv.Generation) *tokenView {
 	t := &tokenView{}
 	var answer []int
 	if gen != nil {
-		answer = gen.OutputIDs
-		t.Supervised = max(len(answer), gen.CompletionTokens)
+		answer, t.Supervised = gen.OutputIDs, len(gen.OutputIDs)
+		if len(answer) == 0 {
+			t.Supervised = gen.CompletionTokens
+		}
 	}
 	keepAnswer := min(len(answer), max(maxIDs/2, maxIDs-len(prompt)))
 	keepPrompt := min(len(prompt), maxIDs-keepAnswer)

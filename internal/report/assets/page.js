@@ -26,7 +26,7 @@
   // supervised); built when opened, so closed records cost no nodes.
   function tokens(t) {
     var d = node("details", "fold tokens");
-    d.appendChild(node("summary", "", "token ids and loss mask (" + (t.earlier + t.prompt.length) + " prompt, not supervised; " +
+    d.appendChild(node("summary", "", "token ids and loss mask (" + ((t.earlier || 0) + t.prompt.length) + " prompt, not supervised; " +
       t.supervised + " answer, supervised)"));
     d.addEventListener("toggle", function () {
       if (!d.open || d.querySelector(".ids")) return;
