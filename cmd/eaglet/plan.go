@@ -21,7 +21,7 @@ func init() {
 }
 
 func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "plan", "[--detailed-exitcode] [--allow-outside] SPEC", "Shows for each stage instance whether it is up to date or will run and why, with\nestimates. Reads local files and the state store; calls no server.")
+	fs := newFlags(env, "plan", "[--detailed-exitcode] [--allow-outside] SPEC", "Shows for each stage instance whether it is up to date or will run and why, with\nestimates. Reads local files and the state store; calls no server. It records its\nestimates in the store (unless a run holds it), for the report's plan versus actual.")
 	detailed := fs.Bool("detailed-exitcode", false, "exit 4 when something would run, 0 when all is up to date")
 	p, store, err := specAndStore(env, fs, args)
 	defer closeStore(store)

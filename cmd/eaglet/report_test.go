@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -220,5 +223,60 @@ func TestRun_ReportNeverOverAFileOfTheUser(t *testing.T) {
 				t.Errorf("the run does not say why it left the file:\n%s", errs)
 			}
 		})
+	}
+}
+
+// TestPlan_RecordsForTheReport: plan records its figures in the store
+// (creating it before the first run), and records nothing while a run
+// holds the store, saying so: that run is compared with the plan before it.
+func TestPlan_RecordsForTheReport(t *testing.T) {
+	spec := quickSpec(t)
+	p, err := engine.Load(spec, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func() *state.Plan {
+		t.Helper()
+		st, err := state.OpenReadOnly(p.Spec.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		pl, err := st.LastPlan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl
+	}
+	if code, _, errs := eaglet("plan", spec); code != exitOK || errs != "" {
+		t.Fatalf("plan: exit %d\n%s", code, errs)
+	}
+	first := last()
+	var body report.RecordedPlan
+	if first == nil || json.Unmarshal(first.Body, &body) != nil || first.SpecFP != specFingerprint(p) {
+		t.Fatalf("recorded plan %+v; want this spec's", first)
+	}
+	steps := map[string]report.PlanStep{}
+	for _, s := range body.Steps {
+		steps[s.Instance] = s
+	}
+	if g := steps["generate[chat]"]; !g.Run || g.Todo != 120 || g.CompletionTokens == 0 {
+		t.Errorf("generate[chat] recorded as %+v; want 120 requests to send", g)
+	}
+
+	run, err := state.Open(p.Spec.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if err := run.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := eaglet("plan", spec)
+	if want := fmt.Sprintf("plan not recorded for the report: a run (pid %d) is using the store", os.Getpid()); code != exitOK || !strings.Contains(errs, want) {
+		t.Errorf("plan beside a run: exit %d, %q; want %q", code, errs, want)
+	}
+	if again := last(); !again.Made.Equal(first.Made) {
+		t.Errorf("a plan made beside a run replaced the one before it")
 	}
 }
