@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -179,6 +180,19 @@ func BenchmarkReport(b *testing.B) {
 	start := time.Now()
 	st, in := synthStore(b, synthRun{n: n / 2, start: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), gap: 10 * time.Millisecond})
 	b.Logf("store of %d answers written in %s", n, time.Since(start).Round(time.Second))
+	// With a plan to compare and a budget on each dataset, the figures
+	// cover every query the page makes.
+	var steps []PlanStep
+	for i := range in.Instances {
+		in.Instances[i].Budget = &Budget{Limits: func(specs.InputInfo) (map[string]float64, error) {
+			return map[string]float64{"completion_tokens": 1e9, "dollars": 5000}, nil
+		}}
+		steps = append(steps, PlanStep{Instance: in.Instances[i].ID, Run: true, Records: n / 2, Todo: n / 2})
+	}
+	body, _ := json.Marshal(RecordedPlan{Steps: steps})
+	if err := st.SavePlan(context.Background(), state.Plan{Made: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), Body: body}, time.Second); err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	var size int
 	for b.Loop() {
