@@ -180,4 +180,10 @@ func TestTokensOf(t *testing.T) {
 	if v := tokensOf(ids(10, 0), &conv.Generation{CompletionTokens: 42}); v.Answer != nil || v.Supervised != 42 {
 		t.Errorf("no ids from the server: %+v; want none and 42 supervised", v)
 	}
+	if v := tokensOf(nil, &conv.Generation{OutputIDs: ids(5, 0)}); v != nil {
+		t.Errorf("no tokenizer stage: %+v; want no ids", v)
+	}
+	if v := tokensOf(ids(10, 0), &conv.Generation{OutputIDs: ids(5, 0), Turns: []conv.Turn{{Message: 1}}}); v != nil {
+		t.Errorf("a record answered turn by turn: %+v; want no ids (its prompt ids are not its last answer's context)", v)
+	}
 }

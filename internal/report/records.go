@@ -91,17 +91,21 @@ func sampleRecords(ctx context.Context, st *state.Store, g Instance, n int) ([]r
 			}
 			r.Messages = append(r.Messages, cutMessage(gen.Message(), true))
 		}
-		if len(rec.PromptIDs) > 0 {
-			r.Tokens = tokensOf(rec.PromptIDs, rec.Generation)
-		}
+		r.Tokens = tokensOf(rec.PromptIDs, rec.Generation)
 		out = append(out, r)
 	}
 	return out, nil
 }
 
 // tokensOf keeps the ids around the boundary between prompt and answer:
-// up to half of maxIDs of each, more of one when the other is short.
+// up to half of maxIDs of each, more of one when the other is short. It is
+// nil without prompt ids (no tokenizer stage ran) and for a record
+// answered turn by turn, whose prompt ids are those of its first request,
+// not the context of its last answer.
 func tokensOf(prompt []int, gen *conv.Generation) *tokenView {
+	if len(prompt) == 0 || (gen != nil && len(gen.Turns) > 0) {
+		return nil
+	}
 	t := &tokenView{}
 	var answer []int
 	if gen != nil {
