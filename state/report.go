@@ -131,6 +131,10 @@ type TimeBin struct {
 	// seen (streaming), FirstWait the milliseconds they waited for it.
 	Streamed  int
 	FirstWait int64
+	// Live counts the live, done answers among those finished in the bin,
+	// with their tokens: what a budget counts.
+	Live                       int
+	LivePrompt, LiveCompletion int64
 }
 
 // timelineSQL groups answers by when they were sent and when they
@@ -139,14 +143,16 @@ type TimeBin struct {
 func timelineSQL(n int) string {
 	return `SELECT instance, url, CASE WHEN sent_ms < ? THEN -1 ELSE (sent_ms - ?) / ? END,
 		CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END, COUNT(*), SUM(ctok),
-		SUM(first_ms > 0), SUM(CASE WHEN first_ms > 0 THEN first_ms - sent_ms ELSE 0 END) FROM items
+		SUM(first_ms > 0), SUM(CASE WHEN first_ms > 0 THEN first_ms - sent_ms ELSE 0 END),
+		SUM(live = 1 AND status = 0), SUM(CASE WHEN live = 1 AND status = 0 THEN ptok ELSE 0 END),
+		SUM(CASE WHEN live = 1 AND status = 0 THEN ctok ELSE 0 END) FROM items
 		WHERE instance IN (` + placeholders(n) + `) AND in_chash != '' AND sent_ms > 0 GROUP BY 1, 2, 3, 4`
 }
 
 // Timeline bins the timed answers of the given instances into bins of
 // width ms from start (Unix ms), by instance and URL: sends and the wait
-// for their first token by when they were sent, finishes and tokens by
-// when they finished; what came before
+// for their first token by when they were sent, finishes, tokens and the
+// live answers among them by when they finished; what came before
 // start falls in bin -1. SQLite groups the rows, so only the bins come back.
 func (s *Store) Timeline(ctx context.Context, instances []string, start, width int64) ([]TimeBin, error) {
 	if len(instances) == 0 || width <= 0 {
@@ -161,7 +167,8 @@ func (s *Store) Timeline(ctx context.Context, instances []string, start, width i
 	for rows.Next() {
 		var sent, done TimeBin
 		var n int
-		if err := rows.Scan(&sent.Instance, &sent.URL, &sent.Bin, &done.Bin, &n, &done.Tokens, &sent.Streamed, &sent.FirstWait); err != nil {
+		if err := rows.Scan(&sent.Instance, &sent.URL, &sent.Bin, &done.Bin, &n, &done.Tokens, &sent.Streamed, &sent.FirstWait,
+			&done.Live, &done.LivePrompt, &done.LiveCompletion); err != nil {
 			return nil, err
 		}
 		sent.Sent = n
@@ -252,42 +259,6 @@ func (s *Store) AnswerCounts(ctx context.Context, inst string) ([]Count, error) 
 			return nil, err
 		}
 		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-// UsageBin is what the live answers of an instance finished in one time
-// bin hold: the measures a budget limits.
-type UsageBin struct {
-	Instance                       string
-	Bin, Answers                   int
-	PromptTokens, CompletionTokens int64
-}
-
-// UsageOverTime bins the live, done answers of the given instances by when
-// they finished, as Timeline bins from start in bins of width ms: what a
-// budget counts (live outcomes, carried over between runs), so the last
-// cumulative value is what the budget has spent. Answers finished before
-// start, or with no timing (stored by an older eaglet), fall in bin -1.
-func (s *Store) UsageOverTime(ctx context.Context, instances []string, start, width int64) ([]UsageBin, error) {
-	if len(instances) == 0 || width <= 0 {
-		return nil, nil
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT instance, CASE WHEN done_ms < ? THEN -1 ELSE (done_ms - ?) / ? END,
-		COUNT(*), SUM(ptok), SUM(ctok) FROM items
-		WHERE instance IN (`+placeholders(len(instances))+`) AND live = 1 AND status = 0 AND in_chash != '' GROUP BY 1, 2`,
-		args([]any{start, start, width}, instances)...)
-	if err != nil {
-		return nil, fmt.Errorf("usage over time: %w", err)
-	}
-	defer rows.Close()
-	var out []UsageBin
-	for rows.Next() {
-		var b UsageBin
-		if err := rows.Scan(&b.Instance, &b.Bin, &b.Answers, &b.PromptTokens, &b.CompletionTokens); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
 	}
 	return out, rows.Err()
 }

@@ -1,11 +1,9 @@
 package report
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 // Budget is an instance's budget as the spec states it.
@@ -111,30 +109,39 @@ func amount(measure string, v float64) string {
 }
 
 // budgetChart draws, for each limit, the share of it spent over the
-// timeline's bins, against the limit itself (100%): the answers finished
-// before the window (earlier runs count against a budget) start it.
-func budgetChart(ctx context.Context, st *state.Store, limits []budgetLimit, tl *binned) (Chart, error) {
-	var ids []string
-	for _, l := range limits {
-		ids = append(ids, l.ids...)
+// timeline's bins, against the limit itself (100%). The answers finished
+// before the window, or stored with no timing, start the line: earlier
+// runs count against a budget, and the line ends at what it has spent.
+func budgetChart(limits []budgetLimit, tl *binned, o outcomeCounts) Chart {
+	ss := budgetSeries(limits, tl, o)
+	limit := make([]float64, tl.bins)
+	for i := range limit {
+		limit[i] = 100
 	}
-	bins, err := st.UsageOverTime(ctx, ids, tl.start, tl.width)
-	if err != nil {
-		return Chart{}, err
-	}
+	ss = append(ss, series{Name: "the budget (100%)", Points: limit, Dashed: true})
+	return lineChart("budget", "budget spent, per limit, all runs", "% of the limit", tl.bins, float64(tl.width)/1000, ss)
+}
+
+// budgetSeries is each limit's share spent, cumulated over the bins.
+func budgetSeries(limits []budgetLimit, tl *binned, o outcomeCounts) []series {
 	var ss []series
 	for _, l := range limits {
-		mine := map[string]bool{}
-		for _, id := range l.ids {
-			mine[id] = true
-		}
 		pts := make([]float64, tl.bins)
-		for _, b := range bins {
-			if !mine[b.Instance] || b.Bin >= tl.bins {
+		var untimedA, untimedP, untimedC float64
+		for _, id := range l.ids {
+			if c := o[id]; c != nil {
+				untimedA, untimedP, untimedC = untimedA+float64(c.done), untimedP+float64(c.promptTok), untimedC+float64(c.complTok)
+			}
+			lb := tl.live[id]
+			if lb == nil {
 				continue
 			}
-			pts[max(b.Bin, 0)] += l.spent(b.Answers, b.PromptTokens, b.CompletionTokens)
+			for i := range pts {
+				pts[i] += l.spent(int(lb.answers[i]), int64(lb.prompt[i]), int64(lb.completion[i]))
+				untimedA, untimedP, untimedC = untimedA-lb.answers[i], untimedP-lb.prompt[i], untimedC-lb.completion[i]
+			}
 		}
+		pts[0] += l.spent(int(untimedA), int64(untimedP), int64(untimedC))
 		for i := range pts {
 			if i > 0 {
 				pts[i] += pts[i-1]
@@ -145,10 +152,5 @@ func budgetChart(ctx context.Context, st *state.Store, limits []budgetLimit, tl 
 		}
 		ss = append(ss, series{Name: l.name + " " + l.measure + " (" + amount(l.measure, l.max) + ")", Points: pts})
 	}
-	limit := make([]float64, tl.bins)
-	for i := range limit {
-		limit[i] = 100
-	}
-	ss = append(ss, series{Name: "the budget (100%)", Points: limit, Dashed: true})
-	return lineChart("budget", "budget spent, per limit, all runs", "% of the limit", tl.bins, float64(tl.width)/1000, ss), nil
+	return ss
 }

@@ -140,7 +140,7 @@ func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
 		}
 		p.PlanHead = planHead
 	}
-	if p.TimelineTitle, p.Timeline, err = timeline(ctx, st, gens, estimate(gens, outcomes), limits); err != nil {
+	if p.TimelineTitle, p.Timeline, err = timeline(ctx, st, gens, estimate(gens, outcomes), limits, outcomes); err != nil {
 		return nil, err
 	}
 	p.Sampled, p.Total = len(recs), all.done

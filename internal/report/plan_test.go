@@ -114,9 +114,23 @@ func TestBuild_BudgetBurnDown(t *testing.T) {
 			burn = c
 		}
 	}
-	// Spent before the window (the first run) starts the line: 200 of 400.
 	if !strings.Contains(string(burn.SVG), `data-series="3"`) || !strings.Contains(string(burn.SVG), "generate[a] samples (400)") {
 		t.Errorf("budget chart: %s", burn.SVG)
+	}
+	// Spent before the window (the first run's 200) starts the line at
+	// 50%; it ends at what the budget has spent, 300 of 400.
+	outcomes, err := readOutcomes(context.Background(), st, in.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits, _ := budgetLimits([]Instance{in.Instances[1]}, outcomes)
+	tl, err := binTimeline(context.Background(), st, []string{"generate[a]"}, map[string]string{"generate[a]": "target"},
+		t0.Add(time.Hour).UnixMilli(), t0.Add(time.Hour+time.Minute).UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := budgetSeries(limits, tl, outcomes); len(ss) != 1 || ss[0].Points[0] < 50 || ss[0].Points[0] > 51 || ss[0].Points[len(ss[0].Points)-1] != 75 {
+		t.Errorf("samples spent over time: %+v; want from 50%% (and the first bin's) to 75%%", ss)
 	}
 
 	for i := range in.Instances {

@@ -18,7 +18,7 @@ const timeBins = 100
 // per endpoint, failures by kind, and the completion tokens spent against
 // the plan's estimate and against each budget limit. The title says when
 // that run began.
-func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64, limits []budgetLimit) (string, []Chart, error) {
+func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64, limits []budgetLimit, o outcomeCounts) (string, []Chart, error) {
 	ids := make([]string, len(gens))
 	endpoint := map[string]string{}
 	for i, g := range gens {
@@ -80,11 +80,7 @@ func timeline(ctx context.Context, st *state.Store, gens []Instance, est float64
 	}
 	charts = append(charts, failChart)
 	if len(limits) > 0 {
-		b, err := budgetChart(ctx, st, limits, tl)
-		if err != nil {
-			return "", nil, err
-		}
-		charts = append(charts, b)
+		charts = append(charts, budgetChart(limits, tl, o))
 	}
 	title := "Over time: the run from " + time.UnixMilli(tl.start).Format("2006-01-02 15:04:05")
 	return title, charts, nil
@@ -99,7 +95,13 @@ type binned struct {
 	// firstWait and streamed sum, per URL and bin of sending, the seconds
 	// streamed answers waited for their first token and their number.
 	firstWait, streamed map[string][]float64
+	// live sums, per instance and bin of finishing, the live, done answers
+	// (what a budget counts); those finished before the window are in bin 0.
+	live map[string]*liveBins
 }
+
+// liveBins are an instance's live answers and their tokens, per bin.
+type liveBins struct{ answers, prompt, completion []float64 }
 
 // firstTokenSeries is the mean wait for the first token per URL; a bin
 // in which no streamed request was sent holds the bin before it, since
@@ -125,7 +127,7 @@ func (t *binned) firstTokenSeries() []series {
 func binTimeline(ctx context.Context, st *state.Store, ids []string, endpoint map[string]string, first, last int64) (*binned, error) {
 	t := &binned{start: first, width: max(1000, (last-first+timeBins-1)/timeBins),
 		tokens: map[string][]float64{}, requests: map[string][]float64{}, inflight: map[string][]float64{},
-		firstWait: map[string][]float64{}, streamed: map[string][]float64{}}
+		firstWait: map[string][]float64{}, streamed: map[string][]float64{}, live: map[string]*liveBins{}}
 	t.bins = int((last-first)/t.width) + 1
 	tb, err := st.Timeline(ctx, ids, first, t.width)
 	if err != nil {
@@ -141,6 +143,17 @@ func binTimeline(ctx context.Context, st *state.Store, ids []string, endpoint ma
 	}
 	var before float64
 	for _, b := range tb {
+		if b.Live > 0 && b.Bin < t.bins {
+			l := t.live[b.Instance]
+			if l == nil {
+				l = &liveBins{make([]float64, t.bins), make([]float64, t.bins), make([]float64, t.bins)}
+				t.live[b.Instance] = l
+			}
+			i := max(b.Bin, 0)
+			l.answers[i] += float64(b.Live)
+			l.prompt[i] += float64(b.LivePrompt)
+			l.completion[i] += float64(b.LiveCompletion)
+		}
 		f := at(t.inflight, endpoint[b.Instance])
 		if b.Bin < 0 {
 			// Tokens spent and requests still running when the window opens.
