@@ -82,14 +82,23 @@ func (l *errorList) result() error {
 // FormatErrors renders several spec errors one after another, as a compiler does.
 func FormatErrors(errs []error) string {
 	var b strings.Builder
-	for i, e := range errs {
-		if i > 0 {
+	// Two checks can find the same problem (an endpoint's options are
+	// checked with the spec and again by the stage that uses it): it is
+	// one problem, printed once.
+	seen := map[string]bool{}
+	for _, e := range errs {
+		msg := e.Error()
+		if seen[msg] {
+			continue
+		}
+		if len(seen) > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(e.Error())
+		seen[msg] = true
+		b.WriteString(msg)
 	}
-	if len(errs) > 1 {
-		fmt.Fprintf(&b, "\n%d problems", len(errs))
+	if len(seen) > 1 {
+		fmt.Fprintf(&b, "\n%d problems", len(seen))
 	}
 	return b.String()
 }

@@ -298,25 +298,32 @@ func checkDataset(ds *Dataset, errs *errorList) {
 	}
 }
 
-// APIs lists the endpoint APIs eaglet speaks.
-var APIs = []string{"sim", "sglang", "openai"}
-
+// checkEndpoint checks an endpoint against the registered APIs, decoding
+// its options so that a misspelt one is reported whether a stage uses the
+// endpoint or not.
 func checkEndpoint(ep *Endpoint, errs *errorList) {
-	switch ep.API {
-	case "sim":
-	case "sglang", "openai":
-		if len(ep.URLs) == 0 {
+	names := APINames()
+	api, ok := LookupAPI(ep.API)
+	switch {
+	case ep.API == "":
+		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: missing `api:` (one of %s)", ep.Name, strings.Join(names, ", "))
+	case !ok && len(names) > 0:
+		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: unknown api %q%s; use one of %s", ep.Name, ep.API, suggest(ep.API, names), strings.Join(names, ", "))
+	case !ok:
+		// A program built without backends (specs' own tests) knows no API,
+		// so it cannot tell a known one from a misspelt one: it checks none.
+	default:
+		if api.NeedsURLs && len(ep.URLs) == 0 {
 			errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: api %s needs `urls:`", ep.Name, ep.API)
 		}
-		for _, u := range ep.URLs {
-			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-				errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: url %q must start with http:// or https://", ep.Name, u)
-			}
+		if ep.Options != nil {
+			(&decoder{errs: errs}).decode(ep.Options, reflect.ValueOf(api.Options()).Elem())
 		}
-	case "":
-		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: missing `api:` (one of %s)", ep.Name, strings.Join(APIs, ", "))
-	default:
-		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: unknown api %q%s; use one of %s", ep.Name, ep.API, suggest(ep.API, APIs), strings.Join(APIs, ", "))
+	}
+	for _, u := range ep.URLs {
+		if api.NeedsURLs && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: url %q must start with http:// or https://", ep.Name, u)
+		}
 	}
 	if ep.Context < 0 {
 		errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: context cannot be negative", ep.Name)

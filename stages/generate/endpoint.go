@@ -8,13 +8,10 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
-	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend/openai"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend/sglang"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend/simapi"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/registry"
 )
 
 // endpoint is a backend shared by every generate instance of a run, with
@@ -55,51 +52,6 @@ func (e *endpoint) downFor() time.Duration {
 	return 0
 }
 
-// SimOptions are the `options:` of an `api: sim` endpoint.
-type SimOptions struct {
-	Seed         uint64  `yaml:"seed"`
-	MeanTokens   int     `yaml:"mean_tokens"`
-	Sigma        float64 `yaml:"sigma"`
-	MaxLen       int     `yaml:"max_len"`
-	Reasoning    float64 `yaml:"reasoning"`
-	Context      int     `yaml:"context"`
-	ToolCallRate float64 `yaml:"tool_call_rate"`
-	// Speed is tokens per second per request (0: instant).
-	Speed float64 `yaml:"speed"`
-}
-
-// SGLangOptions are the `options:` of an `api: sglang` endpoint (native /generate).
-type SGLangOptions struct {
-	Stream bool `yaml:"stream"`
-	// SamplingParams are extra sampling_params sent with every request.
-	SamplingParams map[string]any `yaml:"sampling_params"`
-	// StopTokenIDs are end-of-turn ids trimmed from recorded output ids.
-	StopTokenIDs []int  `yaml:"stop_token_ids"`
-	ThinkStart   string `yaml:"think_start"`
-	ThinkEnd     string `yaml:"think_end"`
-	// Metrics is the server's Prometheus URL for concurrency: auto
-	// (default: /metrics at the server root, when it answers; off: none).
-	Metrics string `yaml:"metrics"`
-}
-
-// OpenAIOptions are the `options:` of an `api: openai` endpoint (vLLM,
-// SGLang, OpenRouter).
-type OpenAIOptions struct {
-	// Completions sends token ids to /v1/completions instead of chat.
-	Completions    bool `yaml:"completions"`
-	Stream         bool `yaml:"stream"`
-	ReturnTokenIDs bool `yaml:"return_token_ids"`
-	// ChatTemplateKwargs toggles thinking: enable_thinking (Qwen), thinking (Kimi, DeepSeek).
-	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
-	// Extra fields merged into every request body (reasoning, provider, ...).
-	Extra        map[string]any `yaml:"extra"`
-	StopTokenIDs []int          `yaml:"stop_token_ids"`
-	ThinkStart   string         `yaml:"think_start"`
-	ThinkEnd     string         `yaml:"think_end"`
-	// Metrics is as SGLangOptions'.
-	Metrics string `yaml:"metrics"`
-}
-
 // newEndpoint builds an endpoint's client; logf (nil: quiet) hears about
 // its URLs going out of service and coming back.
 func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*endpoint, error) {
@@ -131,53 +83,17 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 	if e.lim == nil {
 		e.lim = newLimiter(e.concurrency, e.concurrency, false)
 	}
-	switch ep.API {
-	case "sim":
-		var o SimOptions
-		if err := spec.Decode(ep.Options, &o); err != nil {
-			return nil, err
-		}
-		m := sim.New(sim.Config{Seed: o.Seed, MeanTokens: o.MeanTokens, Sigma: o.Sigma, MaxLen: o.MaxLen,
-			Reasoning: o.Reasoning, Context: o.Context, ToolCallRate: o.ToolCallRate})
-		name := ep.Model
-		if name == "" {
-			name = "sim"
-		}
-		e.be = simapi.New(m, simapi.Config{Name: name, Speed: o.Speed})
-		c := m.Config()
+	c, err := registry.New(spec, ep, server)
+	if err != nil {
+		return nil, err
+	}
+	e.be, e.identity, e.takesIDs, e.kwargs = c.Backend, c.Identity, c.TakesIDs, c.Kwargs
+	e.guard.probePath, e.streams = c.ProbePath, c.Streams
+	if c.MeanTokens > 0 {
 		e.meanTokens = c.MeanTokens
-		e.identity = fmt.Sprintf("sim|%s|%+v", name, c)
-	case "sglang":
-		var o SGLangOptions
-		if err := spec.Decode(ep.Options, &o); err != nil {
-			return nil, err
-		}
-		server.StopTokenIDs, server.ThinkStart, server.ThinkEnd = o.StopTokenIDs, o.ThinkStart, o.ThinkEnd
-		c, err := sglang.New(sglang.Config{Server: server, Stream: o.Stream, SamplingParams: o.SamplingParams})
-		if err != nil {
-			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
-		}
-		e.be, e.takesIDs = c, true
-		e.identity = fmt.Sprintf("sglang|%s|%v", ep.Model, o.SamplingParams)
-		e.guard.probePath, e.streams = "/health", o.Stream
-		e.watchLoad(o.Metrics, logf)
-	case "openai":
-		var o OpenAIOptions
-		if err := spec.Decode(ep.Options, &o); err != nil {
-			return nil, err
-		}
-		server.StopTokenIDs, server.ThinkStart, server.ThinkEnd = o.StopTokenIDs, o.ThinkStart, o.ThinkEnd
-		c, err := openai.New(openai.Config{Server: server, Completions: o.Completions, Stream: o.Stream,
-			ReturnTokenIDs: o.ReturnTokenIDs, ChatTemplateKwargs: o.ChatTemplateKwargs, Extra: o.Extra})
-		if err != nil {
-			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
-		}
-		e.be, e.takesIDs, e.kwargs = c, o.Completions, o.ChatTemplateKwargs
-		e.identity = fmt.Sprintf("openai|%s|%t|%v|%v", ep.Model, o.Completions, o.ChatTemplateKwargs, o.Extra)
-		e.guard.probePath, e.streams = "/models", o.Stream
-		e.watchLoad(o.Metrics, logf)
-	default:
-		return nil, fmt.Errorf("endpoint %s: api %q is not supported", ep.Name, ep.API)
+	}
+	if c.ProbePath != "" { // an API with no server to probe has no metrics either
+		e.watchLoad(c.Metrics, logf)
 	}
 	return e, nil
 }

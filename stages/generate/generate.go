@@ -163,7 +163,7 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 			bad(st.OptionPos("target", "est_acceptance"), "est_acceptance is %v; use the share of answers expected to pass the filters, above 0 and at most 1", *a)
 		}
 	}
-	if !slices.Contains(specs.APIs, ep.API) {
+	if _, ok := specs.LookupAPI(ep.API); !ok {
 		return errs.ErrorOrNil() // the API is reported by the spec's own checks
 	}
 	e, err := newEndpoint(spec, ep, nil)
@@ -559,8 +559,8 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		steps++
 		lastSent = len(ids)
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
-			MaxTokens: g.maxTokens, Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK,
-			Stop: g.opts.Stop, Seed: g.opts.Seed, ChatTemplateKwargs: g.opts.ChatTemplateKwargs}
+			MaxTokens: g.maxTokens, ChatTemplateKwargs: g.opts.ChatTemplateKwargs, Sampling: backend.Sampling{
+				Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK, Stop: g.opts.Stop, Seed: g.opts.Seed}}
 		if t != nil {
 			done := spent
 			req.Progress = func(p backend.Progress) { t.update(done, p) }

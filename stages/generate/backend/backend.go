@@ -29,12 +29,8 @@ type Request struct {
 	// InputIDs is the tokenized prompt, for APIs that take token ids.
 	InputIDs []int
 	// MaxTokens is the output cap; always sent, since servers' defaults are tiny.
-	MaxTokens   int
-	Temperature *float64
-	TopP        *float64
-	TopK        *int
-	Stop        []string
-	Seed        *int
+	MaxTokens int
+	Sampling
 	// ChatTemplateKwargs go to the server's chat template with a chat
 	// request, over the backend's own (enable_thinking, reasoning_effort).
 	ChatTemplateKwargs map[string]any
@@ -46,6 +42,37 @@ type Request struct {
 	// server, once per attempt: how long an answer has been running says
 	// how far it is when nothing streams.
 	Sent func()
+}
+
+// Sampling is how a request samples; nil and empty fields are left to the
+// server.
+type Sampling struct {
+	Temperature *float64
+	TopP        *float64
+	TopK        *int
+	Stop        []string
+	Seed        *int
+}
+
+// Put sets the parameters that are set in m, a request body or SGLang's
+// sampling_params, in the names both APIs use; the seed goes under seedKey
+// ("seed" for OpenAI, "sampling_seed" for SGLang).
+func (s Sampling) Put(m map[string]any, seedKey string) {
+	if s.Temperature != nil {
+		m["temperature"] = *s.Temperature
+	}
+	if s.TopP != nil {
+		m["top_p"] = *s.TopP
+	}
+	if s.TopK != nil {
+		m["top_k"] = *s.TopK
+	}
+	if len(s.Stop) > 0 {
+		m["stop"] = s.Stop
+	}
+	if s.Seed != nil {
+		m[seedKey] = *s.Seed
+	}
 }
 
 // Progress is what a streaming answer has shown so far.

@@ -94,21 +94,7 @@ func (c *Client) body(req *backend.Request) ([]byte, error) {
 			b["chat_template_kwargs"] = kw
 		}
 	}
-	if req.Temperature != nil {
-		b["temperature"] = *req.Temperature
-	}
-	if req.TopP != nil {
-		b["top_p"] = *req.TopP
-	}
-	if req.TopK != nil {
-		b["top_k"] = *req.TopK
-	}
-	if len(req.Stop) > 0 {
-		b["stop"] = req.Stop
-	}
-	if req.Seed != nil {
-		b["seed"] = *req.Seed
-	}
+	req.Sampling.Put(b, "seed")
 	if c.cfg.ReturnTokenIDs {
 		b["return_token_ids"] = true
 	}

@@ -82,21 +82,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 	for k, v := range c.cfg.SamplingParams {
 		sp[k] = v
 	}
-	if req.Temperature != nil {
-		sp["temperature"] = *req.Temperature
-	}
-	if req.TopP != nil {
-		sp["top_p"] = *req.TopP
-	}
-	if req.TopK != nil {
-		sp["top_k"] = *req.TopK
-	}
-	if len(req.Stop) > 0 {
-		sp["stop"] = req.Stop
-	}
-	if req.Seed != nil {
-		sp["sampling_seed"] = *req.Seed
-	}
+	req.Sampling.Put(sp, "sampling_seed")
 	body, err := json.Marshal(request{InputIDs: req.InputIDs, SamplingParams: sp, Stream: c.cfg.Stream})
 	if err != nil {
 		return nil, &backend.Error{Kind: backend.Permanent, Msg: "encode request: " + err.Error()}

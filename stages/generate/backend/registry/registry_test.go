@@ -1,0 +1,60 @@
+package registry_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/registry"
+)
+
+type fakeOptions struct {
+	Level int `yaml:"level"`
+}
+
+// TestRegister: an API registers once, is known to spec checks with its
+// options, and builds from its defaults with the endpoint's options over them.
+func TestRegister(t *testing.T) {
+	var got fakeOptions
+	registry.Register(registry.API[fakeOptions]{Name: "fake", NeedsURLs: true, Defaults: fakeOptions{Level: 3},
+		New: func(srv pool.Server, o *fakeOptions) (*registry.Client, error) {
+			got = *o
+			return &registry.Client{Identity: "fake|" + srv.Model}, nil
+		}})
+	if a, ok := specs.LookupAPI("fake"); !ok || !a.NeedsURLs {
+		t.Fatalf("specs.LookupAPI(fake) = %+v, %t; want it, needing URLs", a, ok)
+	}
+	for _, tc := range []struct {
+		name, endpoint, wantErr string
+		want                    int
+	}{
+		{"defaults", "{api: fake, urls: [http://h]}", "", 3},
+		{"set", "{api: fake, urls: [http://h], options: {level: 5}}", "", 5},
+		{"misspelt", "{api: fake, urls: [http://h], options: {levle: 5}}", `unknown key "levle" (did you mean "level"?)`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := specs.Parse("spec.yaml", []byte("version: 1\nname: r\nendpoints: {e: "+tc.endpoint+"}\n"), func(string) (string, bool) { return "", false })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Parse: err = %v; want %s", err, tc.wantErr)
+				}
+				return
+			}
+			if spec == nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			got = fakeOptions{}
+			c, err := registry.New(spec, spec.Endpoint("e"), pool.Server{Model: "m"})
+			if err != nil || c.Identity != "fake|m" || got.Level != tc.want {
+				t.Errorf("New = %+v, %v with level %d; want fake|m with level %d", c, err, got.Level, tc.want)
+			}
+		})
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a second Register of fake did not panic")
+		}
+	}()
+	registry.Register(registry.API[fakeOptions]{Name: "fake", New: func(pool.Server, *fakeOptions) (*registry.Client, error) { return nil, nil }})
+}
