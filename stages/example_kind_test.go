@@ -21,13 +21,9 @@ import (
 // prompts before they reach a server.
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "example_mask_emails",
-		Summary: "replace e-mail addresses in prompts by a placeholder",
-		Options: func() any { return &maskOptions{} },
-		Check:   checkMask,
-		New:     newMask,
-	})
+	stages.Register(stages.Define("example_mask_emails",
+		"replace e-mail addresses in prompts by a placeholder",
+		checkMask, newMask))
 }
 
 // maskOptions are decoded from the stage's `with:`; every field is part of
@@ -39,8 +35,8 @@ type maskOptions struct {
 
 // checkMask validates options once per stage, before anything runs;
 // errors carry the option's position so the user sees file:line:col.
-func checkMask(_ *specs.Spec, st *specs.Stage, o any) error {
-	if p := o.(*maskOptions).Placeholder; strings.Contains(p, "@") {
+func checkMask(_ *specs.Spec, st *specs.Stage, o *maskOptions) error {
+	if p := o.Placeholder; strings.Contains(p, "@") {
 		return &specs.Error{Pos: st.OptionPos("placeholder"), Msg: fmt.Sprintf("stage %s: placeholder %q holds an @, which would be masked again", st.Name, p)}
 	}
 	return nil
@@ -52,8 +48,8 @@ type mask struct{ placeholder string }
 // killed run resumes with the records left.
 var _ stages.Mapper = (*mask)(nil)
 
-func newMask(inst *stages.Instance) (stages.Stage, error) {
-	p := inst.Options.(*maskOptions).Placeholder
+func newMask(_ *stages.Instance, o *maskOptions) (stages.Stage, error) {
+	p := o.Placeholder
 	if p == "" {
 		p = "<email>"
 	}

@@ -426,6 +426,19 @@ func (s *Shared) Get(key string, make func() (any, error)) (any, error) {
 	return v, nil
 }
 
+// Define makes the Kind of a stage whose `with:` decodes into O, so that
+// its check and constructor take *O and never assert the options' type.
+// check may be nil when there is nothing to check beyond the types.
+func Define[O any](name, summary string, check func(spec *specs.Spec, st *specs.Stage, opts *O) error,
+	build func(inst *Instance, opts *O) (Stage, error)) Kind {
+	k := Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
+		New: func(inst *Instance) (Stage, error) { return build(inst, inst.Options.(*O)) }}
+	if check != nil {
+		k.Check = func(spec *specs.Spec, st *specs.Stage, opts any) error { return check(spec, st, opts.(*O)) }
+	}
+	return k
+}
+
 var (
 	regMu sync.RWMutex
 	kinds = map[string]Kind{}

@@ -13,13 +13,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "cap",
-		Summary: "keep a seeded sample of at most max_samples records (a larger cap keeps the smaller one's records)",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newCap,
-	})
+	stages.Register(stages.Define("cap",
+		"keep a seeded sample of at most max_samples records (a larger cap keeps the smaller one's records)",
+		check, newCap))
 }
 
 // Options of cap.
@@ -32,8 +28,8 @@ type Options struct {
 	DropIf specs.Expr `yaml:"drop_if" eval:"predicate"`
 }
 
-func check(_ *specs.Spec, st *specs.Stage, o any) error {
-	if o.(*Options).MaxSamples.IsZero() {
+func check(_ *specs.Spec, st *specs.Stage, o *Options) error {
+	if o.MaxSamples.IsZero() {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: cap needs `max_samples:` in `with:`", st.Name)}
 	}
 	return nil
@@ -53,8 +49,7 @@ var (
 	_ stages.Estimator = (*Cap)(nil)
 )
 
-func newCap(inst *stages.Instance) (stages.Stage, error) {
-	o := inst.Options.(*Options)
+func newCap(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	n := o.MaxSamples.Int()
 	if n < 0 {
 		return nil, o.MaxSamples.Errorf("max_samples evaluates to %d; want 0 or more", n)

@@ -17,13 +17,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "dedupe",
-		Summary: "keep one copy of each prompt across datasets (exact and near duplicates) and drop or flag benchmark prompts",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newDedupe,
-	})
+	stages.Register(stages.Define("dedupe",
+		"keep one copy of each prompt across datasets (exact and near duplicates) and drop or flag benchmark prompts",
+		check, newDedupe))
 }
 
 // Dedupe is one instance of the stage.
@@ -52,8 +48,7 @@ var (
 	_ stages.Estimator     = (*Dedupe)(nil)
 )
 
-func newDedupe(inst *stages.Instance) (stages.Stage, error) {
-	o := inst.Options.(*Options)
+func newDedupe(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	d := &Dedupe{near: o.Near == nil || *o.Near, threshold: o.Threshold, numPerm: o.NumPerm, rank: map[string]int{}}
 	if d.threshold == 0 {
 		d.threshold = defaultThreshold

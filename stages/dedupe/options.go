@@ -54,8 +54,10 @@ type Decontaminate struct {
 	Action string `yaml:"action"`
 }
 
-func check(spec *specs.Spec, st *specs.Stage, o any) error {
-	opts := o.(*Options)
+// actionValues are the values of the decontaminate action.
+var actionValues = specs.Values("drop", "flag")
+
+func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	var errs *multierror.Error
 	bad := func(pos specs.Pos, format string, args ...any) {
 		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
@@ -94,8 +96,8 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 		if dc.NGram < 0 {
 			bad(st.OptionPos("decontaminate", "ngram"), "ngram is %d; use a number of words, 1 or more (13 is usual)", dc.NGram)
 		}
-		if dc.Action != "" && dc.Action != "drop" && dc.Action != "flag" {
-			bad(st.OptionPos("decontaminate", "action"), "action is %q; use drop or flag", dc.Action)
+		if err := actionValues.Check(st, "action", dc.Action, "decontaminate", "action"); err != nil {
+			errs = multierror.Append(errs, err)
 		}
 	}
 	return errs.ErrorOrNil()

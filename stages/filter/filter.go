@@ -12,13 +12,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "filter",
-		Summary: "drop records a rule rejects, keep those for which `keep` is true and `drop` is false",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newFilter,
-	})
+	stages.Register(stages.Define("filter",
+		"drop records a rule rejects, keep those for which `keep` is true and `drop` is false",
+		check, newFilter))
 }
 
 // Options of filter: ready-made rules, then expressions over record
@@ -29,8 +25,7 @@ type Options struct {
 	Drop  specs.Expr `yaml:"drop" eval:"predicate"`
 }
 
-func check(_ *specs.Spec, st *specs.Stage, o any) error {
-	opts := o.(*Options)
+func check(_ *specs.Spec, st *specs.Stage, opts *Options) error {
 	if opts.Keep.IsZero() && opts.Drop.IsZero() && opts.Rules.isZero() {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: filter needs `rules:`, `keep:` or `drop:` in `with:`", st.Name)}
 	}
@@ -52,8 +47,8 @@ var (
 	_ stages.Estimator = (*Filter)(nil)
 )
 
-func newFilter(inst *stages.Instance) (stages.Stage, error) {
-	f := &Filter{opts: inst.Options.(*Options), vars: inst.Spec.VarsValue()}
+func newFilter(inst *stages.Instance, o *Options) (stages.Stage, error) {
+	f := &Filter{opts: o, vars: inst.Spec.VarsValue()}
 	if f.opts.Rules != nil && f.opts.Rules.ThinkMarkers {
 		f.marks = targetMarkers(f.opts.Rules, inst.Spec)
 	}

@@ -31,6 +31,9 @@ type BudgetOptions struct {
 	Scope string `yaml:"scope"`
 }
 
+// scopeValues are the values of BudgetOptions.Scope.
+var scopeValues = specs.Values("dataset", "stage")
+
 // ErrBudgetExhausted is returned by admit when no more requests fit.
 var ErrBudgetExhausted = errors.New("budget exhausted")
 

@@ -25,13 +25,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "generate",
-		Summary: "regenerate the last assistant turn with the target model behind an endpoint",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newGenerate,
-	})
+	stages.Register(stages.Define("generate",
+		"regenerate the last assistant turn with the target model behind an endpoint",
+		check, newGenerate))
 }
 
 // Options of generate. Sampling settings change the answers, so they are
@@ -88,10 +84,17 @@ type Options struct {
 	Date string `yaml:"date"`
 }
 
+// The values of Options' enum options, declared once for their check and
+// their listing.
+var (
+	turnsValues     = specs.Values("last", "all")
+	toolTurnsValues = specs.Values("keep", "regenerate")
+	orderValues     = specs.Values("longest_first")
+)
+
 const defaultMaxTokens = 4096
 
-func check(spec *specs.Spec, st *specs.Stage, o any) error {
-	opts := o.(*Options)
+func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	var names []string
 	for _, e := range spec.Endpoints {
 		names = append(names, e.Name)
@@ -118,9 +121,12 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Retries != nil && *opts.Retries < 0 {
 		bad(st.OptionPos("retries"), "retries is %d; use 0 or more", *opts.Retries)
 	}
-	if opts.Order != "" && opts.Order != "longest_first" {
-		bad(st.OptionPos("order"), "order is %q; the only value is longest_first", opts.Order)
+	enum := func(e specs.Enum, label, got string, path ...string) {
+		if err := e.Check(st, label, got, path...); err != nil {
+			errs = multierror.Append(errs, err)
+		}
 	}
+	enum(orderValues, "order", opts.Order)
 	// Servers reject these anyway, but only once the run is under way,
 	// and a temperature of 7 would be answered with noise where they do not.
 	if t := opts.Temperature; t != nil && (*t < 0 || *t > 2) {
@@ -132,22 +138,16 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if k := opts.TopK; k != nil && *k < 1 && *k != -1 {
 		bad(st.OptionPos("top_k"), "top_k is %d; use 1 or more, or -1 for no limit", *k)
 	}
-	if opts.Turns != "" && opts.Turns != "last" && opts.Turns != "all" {
-		bad(st.OptionPos("turns"), "turns is %q; use last or all", opts.Turns)
-	}
-	switch {
-	case opts.ToolTurns != "" && opts.ToolTurns != "keep" && opts.ToolTurns != "regenerate":
-		bad(st.OptionPos("tool_turns"), "tool_turns is %q; use keep or regenerate", opts.ToolTurns)
-	case opts.ToolTurns == "regenerate" && opts.Turns != "all":
+	enum(turnsValues, "turns", opts.Turns)
+	enum(toolTurnsValues, "tool_turns", opts.ToolTurns)
+	if opts.ToolTurns == "regenerate" && opts.Turns != "all" {
 		bad(st.OptionPos("tool_turns"), "tool_turns: regenerate answers the source's tool-call turns among every assistant turn; it needs turns: all")
 	}
 	if b := opts.Budget; b != nil {
 		if b.Tolerance != nil && (*b.Tolerance < 0 || *b.Tolerance > 1) {
 			bad(st.OptionPos("budget", "tolerance"), "budget tolerance is %v; use a fraction of the limit from 0 to 1 (0.01 accepts 1%% over)", *b.Tolerance)
 		}
-		if b.Scope != "" && b.Scope != "dataset" && b.Scope != "stage" {
-			bad(st.OptionPos("budget", "scope"), "budget scope is %q; use dataset or stage", b.Scope)
-		}
+		enum(scopeValues, "budget scope", b.Scope, "budget", "scope")
 		if b.CompletionTokens.IsZero() && b.TotalTokens.IsZero() && b.Samples.IsZero() && b.Dollars.IsZero() {
 			bad(st.OptionPos("budget"), "budget needs at least one of completion_tokens, total_tokens, samples, dollars")
 		}
@@ -226,8 +226,7 @@ var (
 	_ stages.Estimator     = (*Generate)(nil)
 )
 
-func newGenerate(inst *stages.Instance) (stages.Stage, error) {
-	o := inst.Options.(*Options)
+func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	v, err := inst.Shared.Get("endpoint:"+o.Endpoint, func() (any, error) {
 		return newEndpoint(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
 	})

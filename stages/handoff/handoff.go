@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/hashicorp/go-multierror"
@@ -25,13 +24,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "handoff",
-		Summary: "write trainer-ready shards (speculators ids and masks, SpecForge conversations or text) with a manifest",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newHandoff,
-	})
+	stages.Register(stages.Define("handoff",
+		"write trainer-ready shards (speculators ids and masks, SpecForge conversations or text) with a manifest",
+		check, newHandoff))
 }
 
 // Formats a handoff writes.
@@ -80,6 +75,13 @@ type Options struct {
 	// not make (it never deletes anything there).
 	Overwrite bool `yaml:"overwrite" fp:"-"`
 }
+
+// The values of Options' enum options, declared once for their check and
+// their listing.
+var (
+	onOverflowValues = specs.Values("drop", "clip")
+	toolTurnsValues  = specs.Enum{{Name: "context", Doc: "source-written tool calls stay as unsupervised context"}, {Name: "drop"}}
+)
 
 // HiddenStates describes the target's captured hidden states, for plan's
 // disk and time estimate; unset fields come from the model's config.json
@@ -130,8 +132,7 @@ func inherit(spec *specs.Spec, st *specs.Stage, o *Options) {
 	}
 }
 
-func check(spec *specs.Spec, st *specs.Stage, o any) error {
-	opts := o.(*Options)
+func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	var errs *multierror.Error
 	bad := func(pos specs.Pos, format string, args ...any) {
 		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
@@ -145,21 +146,20 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Format == "" {
 		opts.Format = FormatSpeculators
 	}
-	if !slices.Contains(formats, opts.Format) {
-		bad(st.OptionPos("format"), "format is %q%s; use one of %v", opts.Format, specs.Suggest(opts.Format, formats), formats)
+	enum := func(e specs.Enum, label, got string) {
+		if err := e.Check(st, label, got); err != nil {
+			errs = multierror.Append(errs, err)
+		}
 	}
+	enum(specs.Values(formats...), "format", opts.Format)
 	if opts.Shards < 0 {
 		bad(st.OptionPos("shards"), "shards is %d; use 1 or more", opts.Shards)
 	}
 	if opts.MaxLength < 0 {
 		bad(st.OptionPos("max_length"), "max_length is %d; use 0 (no limit) or more", opts.MaxLength)
 	}
-	if opts.OnOverflow != "" && opts.OnOverflow != "drop" && opts.OnOverflow != "clip" {
-		bad(st.OptionPos("on_overflow"), "on_overflow is %q; use drop or clip", opts.OnOverflow)
-	}
-	if opts.ToolTurns != "" && opts.ToolTurns != "context" && opts.ToolTurns != "drop" {
-		bad(st.OptionPos("tool_turns"), "tool_turns is %q; use context (source-written tool calls stay as unsupervised context) or drop", opts.ToolTurns)
-	}
+	enum(onOverflowValues, "on_overflow", opts.OnOverflow)
+	enum(toolTurnsValues, "tool_turns", opts.ToolTurns)
 	if h := opts.HiddenStates; h != nil && (h.HiddenSize < 0 || h.Layers < 0 || h.Bytes < 0 || h.TokensPerSecond < 0) {
 		bad(st.OptionPos("hidden_states"), "hidden_states sizes must be positive")
 	}
@@ -216,8 +216,7 @@ var (
 	_ stages.Estimator     = (*Handoff)(nil)
 )
 
-func newHandoff(inst *stages.Instance) (stages.Stage, error) {
-	o := inst.Options.(*Options)
+func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	if o.Shards == 0 {
 		o.Shards = 1
 	}

@@ -20,13 +20,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "load",
-		Summary: "read a dataset file (JSONL, JSON, Parquet; any common shape) into conversations",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newLoad,
-	})
+	stages.Register(stages.Define("load",
+		"read a dataset file (JSONL, JSON, Parquet; any common shape) into conversations",
+		check, newLoad))
 }
 
 // Options of load; the file, format and bad-row policy come from the dataset.
@@ -35,7 +31,7 @@ type Options struct {
 	Limit int `yaml:"limit"`
 }
 
-func check(spec *specs.Spec, st *specs.Stage, _ any) error {
+func check(spec *specs.Spec, st *specs.Stage, _ *Options) error {
 	var names []string
 	for _, f := range dataset.FormatDoc() {
 		names = append(names, f[0])
@@ -73,8 +69,8 @@ var (
 	_ stages.Estimator     = (*Load)(nil)
 )
 
-func newLoad(inst *stages.Instance) (stages.Stage, error) {
-	return &Load{opts: inst.Options.(*Options), ds: inst.Dataset, path: inst.Spec.Resolve(inst.Dataset.Source), redact: inst.Spec.Redact}, nil
+func newLoad(inst *stages.Instance, o *Options) (stages.Stage, error) {
+	return &Load{opts: o, ds: inst.Dataset, path: inst.Spec.Resolve(inst.Dataset.Source), redact: inst.Spec.Redact}, nil
 }
 
 func (l *Load) readOptions() dataset.Options {

@@ -20,13 +20,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "merge",
-		Summary: "unite datasets (optionally weighted), shuffle with a seed, write JSONL",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newMerge,
-	})
+	stages.Register(stages.Define("merge",
+		"unite datasets (optionally weighted), shuffle with a seed, write JSONL",
+		check, newMerge))
 }
 
 // Options of merge.
@@ -56,6 +52,14 @@ type Options struct {
 	Overwrite bool `yaml:"overwrite" fp:"-"`
 }
 
+// The values of Options' enum options, declared once for their check and
+// their listing.
+var (
+	formatValues    = specs.Values("messages", "specforge", "record")
+	weightsByValues = specs.Enum{{Name: "records", Doc: "a weight scales a dataset's records"},
+		{Name: "tokens", Doc: "weights are shares of the training tokens"}}
+)
+
 var (
 	_ stages.FileWriter      = (*Options)(nil)
 	_ stages.MoreFilesWriter = (*Options)(nil)
@@ -74,8 +78,7 @@ func (o *Options) WritesMoreFiles() []stages.WrittenFile {
 	return []stages.WrittenFile{{Option: []string{"eval", "out"}, Path: o.Eval.Out, Overwrite: o.Overwrite}}
 }
 
-func check(spec *specs.Spec, st *specs.Stage, o any) error {
-	opts := o.(*Options)
+func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if st.Foreach != "" {
 		// Every instance would write the same out, the last one replacing
 		// the others' records.
@@ -84,11 +87,11 @@ func check(spec *specs.Spec, st *specs.Stage, o any) error {
 	if opts.Out == "" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
 	}
-	if opts.Format != "" && opts.Format != "messages" && opts.Format != "specforge" && opts.Format != "record" {
-		return &specs.Error{Pos: st.OptionPos("format"), Msg: fmt.Sprintf("stage %s: format is %q; use messages, specforge or record", st.Name, opts.Format)}
+	if err := formatValues.Check(st, "format", opts.Format); err != nil {
+		return err
 	}
-	if opts.WeightsBy != "" && opts.WeightsBy != "records" && opts.WeightsBy != "tokens" {
-		return &specs.Error{Pos: st.OptionPos("weights_by"), Msg: fmt.Sprintf("stage %s: weights_by is %q; use records (a weight scales a dataset's records) or tokens (weights are shares of the training tokens)", st.Name, opts.WeightsBy)}
+	if err := weightsByValues.Check(st, "weights_by", opts.WeightsBy); err != nil {
+		return err
 	}
 	if !opts.TotalTokens.IsZero() && opts.WeightsBy != "tokens" {
 		return &specs.Error{Pos: st.OptionPos("total_tokens"), Msg: fmt.Sprintf("stage %s: total_tokens needs `weights_by: tokens`", st.Name)}
@@ -140,8 +143,7 @@ var (
 	_ stages.Estimator = (*Merge)(nil)
 )
 
-func newMerge(inst *stages.Instance) (stages.Stage, error) {
-	o := inst.Options.(*Options)
+func newMerge(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	m := &Merge{opts: o, spec: inst.Spec, out: inst.Spec.Resolve(o.Out), stage: inst.ID, log: inst.Log}
 	if o.Eval != nil {
 		m.evalOut = inst.Spec.Resolve(o.Eval.Out)

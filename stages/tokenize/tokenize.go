@@ -16,13 +16,9 @@ import (
 )
 
 func init() {
-	stages.Register(stages.Kind{
-		Name:    "tokenize",
-		Summary: "render prompts with the target's chat template and tokenize them (prompt ids, prompt token counts)",
-		Options: func() any { return &Options{} },
-		Check:   check,
-		New:     newTokenize,
-	})
+	stages.Register(stages.Define("tokenize",
+		"render prompts with the target's chat template and tokenize them (prompt ids, prompt token counts)",
+		check, newTokenize))
 }
 
 // Options of tokenize.
@@ -43,8 +39,7 @@ type Options struct {
 	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
 }
 
-func check(spec *specs.Spec, st *specs.Stage, o any) error {
-	opts := o.(*Options)
+func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if opts.Tokenizer == "" {
 		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: tokenize needs `tokenizer:` (a model directory with tokenizer.json)", st.Name)}
 	}
@@ -79,8 +74,7 @@ var (
 	_ stages.Fingerprinter = (*Tokenize)(nil)
 )
 
-func newTokenize(inst *stages.Instance) (stages.Stage, error) {
-	o := inst.Options.(*Options)
+func newTokenize(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	if n := o.MaxPromptTokens.Int(); n < 0 {
 		return nil, o.MaxPromptTokens.Errorf("max_prompt_tokens evaluates to %d; want 0 (no limit) or more", n)
 	}
