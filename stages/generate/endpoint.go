@@ -1,13 +1,10 @@
 package generate
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
@@ -118,83 +115,6 @@ func (e *endpoint) watchLoad(metrics string, logf func(string, ...any)) {
 		}
 	}
 	e.lim.watch, e.lim.kv = newLoadWatch(urls, named, loadEvery, log), newKVControl()
-}
-
-// errTimedOut cancels a request that gave no sign of life for its timeout.
-var errTimedOut = errors.New("request timed out")
-
-// generate sends one request for an instance once the endpoint gives it
-// a slot, its share of the endpoint weighted by share.
-func (e *endpoint) generate(ctx context.Context, instance string, share float64, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
-	if f := e.fatal.Load(); f != nil {
-		return nil, f
-	}
-	if err := e.probe(ctx, timeout); err != nil {
-		return nil, err
-	}
-	if err := e.lim.acquire(ctx, instance, share); err != nil {
-		return nil, err
-	}
-	if req.Sent != nil {
-		req.Sent()
-	}
-	start := time.Now()
-	tokens := 0
-	defer func() { e.lim.release(instance, time.Since(start), tokens) }()
-	// The timeout counts from the last sign of life: a streamed answer that
-	// keeps producing tokens is never cut, however long it runs (a
-	// 32k-token reasoning answer at 20 tokens/s takes 27 minutes, and each
-	// retry would throw that work away). Without streaming the first sign
-	// is the answer, so the timeout bounds the whole request.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	watchdog := time.AfterFunc(timeout, func() { cancel(errTimedOut) })
-	defer watchdog.Stop()
-	r := *req
-	gaps := e.lim.watchStream()
-	var first atomic.Int64
-	r.Progress = func(p backend.Progress) {
-		watchdog.Reset(timeout)
-		gaps.event()
-		first.CompareAndSwap(0, time.Now().UnixMilli())
-		if req.Progress != nil {
-			req.Progress(p)
-		}
-	}
-	var served string
-	gen, err := e.be.Generate(pool.WithServed(ctx, &served), &r)
-	if err == nil {
-		// The report's throughput and in-flight charts are made of these.
-		gen.Timing = &conv.Timing{Sent: start.UnixMilli(), FirstToken: first.Load(), Finished: time.Now().UnixMilli(), URL: served}
-	}
-	var be *backend.Error
-	switch {
-	case errors.As(err, &be) && be.NotSent:
-		e.downSince.CompareAndSwap(0, time.Now().UnixNano())
-	case err == nil || errors.As(err, &be) && be.Status > 0:
-		// The server answered: it is in service.
-		e.downSince.Store(0)
-	}
-	if context.Cause(ctx) != errTimedOut {
-		e.observe(err, be)
-	}
-	switch {
-	case err == nil:
-		tokens = gen.CompletionTokens
-	case context.Cause(ctx) == errTimedOut:
-		msg := fmt.Sprintf("nothing received for %s", timeout)
-		if !e.streams && timeout < shortTimeout {
-			msg += "; without streaming the timeout bounds the whole answer, so a short one fails the long answers and leaves the kept ones biased short (raise timeout or set stream true)"
-		}
-		return nil, &backend.Error{Kind: backend.Retryable, Msg: msg}
-	default:
-		var be *backend.Error
-		if errors.As(err, &be) && be.Kind == backend.Fatal {
-			e.fatal.CompareAndSwap(nil, &backend.Error{Kind: backend.Fatal, Status: be.Status,
-				Msg: fmt.Sprintf("endpoint %s stopped: %s", e.spec.Name, be.Msg)})
-		}
-	}
-	return gen, err
 }
 
 // limits turns budget options (already resolved) into limits priced with

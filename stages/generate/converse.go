@@ -1,0 +1,213 @@
+package generate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/dataset"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+)
+
+// render turns a conversation the tokenize stage did not see (a turn after
+// the first) into prompt ids for an API that takes ids.
+func (g *Generate) render(msgs []conv.Message, tools []conv.ToolDef) ([]int, error) {
+	if g.tmpl == nil {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("this record answers several turns and endpoint %s takes token ids, which the tokenize stage makes for the first turn only: set `tokenizer:` on the generate stage (the tokenize stage's model directory) so each later turn is rendered with its chat template", g.ep.spec.Name)}
+	}
+	enc, err := g.tmpl.Encode(msgs, tools, true)
+	if err != nil {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: "render a later turn: " + err.Error()}
+	}
+	return enc.IDs, nil
+}
+
+// answers is how many answers converse asks for: the last turn, or each
+// assistant turn with turns "all", plus one per queued user turn.
+func (g *Generate) answers(rec *conv.Record) int {
+	base, followUps := dataset.SplitTurns(rec.Prompt())
+	n := 1 + len(followUps)
+	if g.opts.Turns == "all" {
+		for i, m := range base {
+			if regenerated(i, m) || (g.opts.ToolTurns == "regenerate" && i > 0 && m.Role == conv.Assistant && len(m.ToolCalls) > 0) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// splice keeps the target's answer to a source tool-call turn when it
+// calls the same functions in the same order: its calls take the source's
+// call ids, so the recorded tool results that follow answer them. ok is
+// false when the target answered otherwise.
+func splice(gen *conv.Generation, src conv.Message) (conv.Message, bool) {
+	m := gen.Message()
+	if len(m.ToolCalls) != len(src.ToolCalls) {
+		return m, false
+	}
+	m.ToolCalls = slices.Clone(m.ToolCalls)
+	for i, c := range m.ToolCalls {
+		if c.Name != src.ToolCalls[i].Name {
+			return m, false
+		}
+		m.ToolCalls[i].ID = src.ToolCalls[i].ID
+	}
+	return m, true
+}
+
+// regenerated says whether turns: all answers message m, at position i of
+// the conversation, anew: an assistant turn with something before it.
+// Tool-calling turns stay as the source has them: the tool results that
+// follow belong to those calls.
+func regenerated(i int, m conv.Message) bool {
+	return m.Role == conv.Assistant && len(m.ToolCalls) == 0 && i > 0
+}
+
+// converse produces the record's answers: the last assistant turn, every
+// assistant turn in order when turns is "all", and the answers to user
+// turns queued after the first (MT-Bench), each conditioned on the target's
+// own earlier answers.
+func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl *tally) (*conv.Record, error) {
+	base, followUps := dataset.SplitTurns(rec.Prompt())
+	steps := 0
+	var spent int
+	var turns []conv.Turn
+	// turn keeps an answer that a later one follows, at its place in the
+	// conversation, with the ids it was given and produced.
+	turn := func(at int, gen *conv.Generation, sent int) {
+		turns = append(turns, conv.Turn{Message: at, FinishReason: gen.FinishReason, PromptTokens: gen.PromptTokens,
+			CompletionTokens: gen.CompletionTokens, OutputIDs: gen.OutputIDs, SentIDs: sent})
+	}
+	var lastSent int
+	ask := func(msgs []conv.Message, ids []int) (*conv.Generation, error) {
+		if ids == nil && g.ep.takesIDs {
+			var err error
+			if ids, err = g.render(msgs, rec.Tools); err != nil {
+				return nil, err
+			}
+		}
+		steps++
+		lastSent = len(ids)
+		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
+			MaxTokens: g.maxTokens, ChatTemplateKwargs: g.opts.ChatTemplateKwargs, Sampling: backend.Sampling{
+				Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK, Stop: g.opts.Stop, Seed: g.opts.Seed}}
+		if t != nil {
+			done := spent
+			req.Progress = func(p backend.Progress) { t.update(done, p) }
+			req.Sent = func() { t.sentNow(done) }
+		}
+		gen, err := g.ask(ctx, req, tl)
+		if err == nil {
+			err = truncatedPrompt(gen, sentTokens(rec, msgs, ids, steps), g.ep.spec.Name)
+		}
+		if err == nil {
+			g.recount(gen)
+			gen.MaxTokens = g.maxTokens
+			spent += gen.CompletionTokens
+		}
+		return gen, err
+	}
+	var convo []conv.Message
+	// ended is the answer that ended the conversation early: the target
+	// answered a source tool-call turn otherwise than the source did, so
+	// the recorded tool results no longer follow.
+	var ended *conv.Generation
+	if g.opts.Turns == "all" {
+		for _, m := range base {
+			switch {
+			case regenerated(len(convo), m):
+				gen, err := ask(convo, nil)
+				if err != nil {
+					return nil, err
+				}
+				turn(len(convo), gen, lastSent)
+				m = gen.Message()
+			case g.opts.ToolTurns == "regenerate" && m.Role == conv.Assistant && len(m.ToolCalls) > 0 && len(convo) > 0:
+				gen, err := ask(convo, nil)
+				if err != nil {
+					return nil, err
+				}
+				spliced, ok := splice(gen, m)
+				if !ok {
+					ended = gen
+					break
+				}
+				turn(len(convo), gen, lastSent)
+				m = spliced
+			}
+			if ended != nil {
+				break
+			}
+			convo = append(convo, m)
+		}
+	} else {
+		convo = append(convo, base...)
+	}
+	gen := ended
+	if gen == nil {
+		ids := rec.PromptIDs
+		if steps > 0 || len(followUps) > 0 {
+			// The tokenized prompt was made of another conversation.
+			ids = nil
+		}
+		var err error
+		if gen, err = ask(convo, ids); err != nil {
+			return nil, err
+		}
+		for _, f := range followUps {
+			turn(len(convo), gen, lastSent)
+			convo = append(convo, gen.Message(), f)
+			if gen, err = ask(convo, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := *rec
+	if ended != nil {
+		// The answer ends the conversation where it was given.
+		out.Messages = convo
+	}
+	if steps > 1 {
+		out.Messages = convo
+		gen.TotalCompletionTokens = spent
+		gen.Turns = turns
+	}
+	out.Generation = gen
+	return &out, nil
+}
+
+// recount fills in the completion tokens a server did not report, with
+// the target's tokenizer: the output ids when the server gave them, else the
+// text (which re-tokenizes close to, not exactly as, the model produced it),
+// plus the end-of-turn token when the answer stopped.
+func (g *Generate) recount(gen *conv.Generation) {
+	if gen.CompletionTokens > 0 || g.tok == nil {
+		return
+	}
+	n := len(gen.OutputIDs)
+	if n == 0 {
+		n = g.tok.Count(gen.Reasoning, false) + g.tok.Count(gen.Content, false)
+	}
+	if gen.FinishReason == "stop" {
+		n++
+	}
+	gen.CompletionTokens = n
+}
+
+// promptTokens is the prompt's length: counted by tokenize, else guessed
+// from its characters (about four per token).
+func promptTokens(rec *conv.Record) int {
+	if rec.PromptTokens > 0 {
+		return rec.PromptTokens
+	}
+	if len(rec.PromptIDs) > 0 {
+		return len(rec.PromptIDs)
+	}
+	chars := 0
+	for _, m := range rec.Prompt() {
+		chars += len(m.Content)
+	}
+	return chars/4 + 1
+}

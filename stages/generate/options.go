@@ -1,0 +1,176 @@
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
+	"github.com/eaglet-dev/eaglet/specs"
+)
+
+// Options of generate. Sampling settings change the answers, so they are
+// part of the fingerprint; the endpoint's name, retries and timeout are not.
+type Options struct {
+	Endpoint string `yaml:"endpoint" fp:"-" doc:"may be left out when the spec has only one"`
+	// MaxTokens caps each answer (an expression; default 4096). It is always
+	// sent: servers' own defaults are as low as 16 tokens.
+	MaxTokens   specs.Expr `yaml:"max_tokens" eval:"int" doc:"expression, default 4096, always sent"`
+	Temperature *float64   `yaml:"temperature" doc:"0 to 2"`
+	TopP        *float64   `yaml:"top_p" doc:"above 0, at most 1"`
+	TopK        *int       `yaml:"top_k" doc:"1 or more, or -1 for no limit"`
+	Stop        []string   `yaml:"stop" doc:"strings that end an answer"`
+	Seed        *int       `yaml:"seed" doc:"sent to the server for reproducible sampling"`
+	// Retries is how many times a retryable failure is tried again (default 5).
+	Retries *int `yaml:"retries" fp:"-" doc:"default 5"`
+	// Timeout is how long a request may go without a sign of life, as a Go
+	// duration ("10m"; default 30m): with streaming, the time since the
+	// last token; without, the whole request.
+	Timeout string `yaml:"timeout" fp:"-" doc:"default 30m; counted from the last streamed token, so a long answer that keeps streaming is never cut; without streaming it bounds the whole request"`
+	// Tokenizer, when set, counts the tokens of answers whose server did not
+	// report usage (a model directory, as for the tokenize stage).
+	Tokenizer string `yaml:"tokenizer" fp:"-" doc:"a model directory: counts the tokens of answers whose server reports no usage, and renders the later turns of multi-turn records for endpoints that take token ids"`
+	// Turns is "last" (regenerate the final assistant turn; the default)
+	// or "all" (regenerate every assistant turn in order, each conditioned
+	// on the target's own earlier answers).
+	Turns string `yaml:"turns" doc:"last, the default, or all, below"`
+	// ToolTurns is "keep" (assistant turns with tool calls stay as the
+	// source wrote them, with their recorded results; the default) or
+	// "regenerate" (with turns: all, the target answers them too: when it
+	// calls the same functions the recorded results follow its calls,
+	// otherwise its answer ends the conversation).
+	ToolTurns string `yaml:"tool_turns" doc:"keep, the default, or regenerate, below"`
+	// Order is "" (the store's order) or "longest_first": records whose
+	// source answer is longest go first, so the run does not end waiting on
+	// a few long answers started last.
+	Order string `yaml:"order" fp:"-" doc:"longest_first: records with the longest source answers first, so the run does not end on a few long answers"`
+	// Share weighs this instance's part of the endpoint's capacity against
+	// other instances using it (an expression; default 1).
+	Share specs.Expr `yaml:"share" fp:"-" eval:"number" doc:"weight on the endpoint, default 1"`
+	// Budget stops sending requests before a limit is crossed; records not
+	// sent are skipped (budget) and sent by a later run with a larger budget.
+	Budget *BudgetOptions `yaml:"budget" fp:"-" doc:"below"`
+	// Target generates until the record stages after this one (its
+	// filters) have accepted a number of answers; records not needed are
+	// skipped (target reached) and sent by a later run with a larger one.
+	Target *TargetOptions `yaml:"target" fp:"-" doc:"{accepted, est_acceptance}: generate until the filters after it accept that many, below"`
+	// ChatTemplateKwargs go to the chat template: sent with chat requests
+	// (over the endpoint's options) and used for the stage's own renders.
+	// They default to those of the tokenize stage generate reads from.
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"sent with chat requests over the endpoint's, and used for the stage's own renders; default: the tokenize stage's"`
+	// Date pins the day the stage's own renders print (as tokenize's date:,
+	// which is the default).
+	Date string `yaml:"date" doc:"for those renders; default: the tokenize stage's"`
+}
+
+// The values of Options' enum options, declared once for their check and
+// their listing.
+var (
+	turnsValues     = specs.Values("last", "all")
+	toolTurnsValues = specs.Values("keep", "regenerate")
+	orderValues     = specs.Values("longest_first")
+)
+
+const defaultMaxTokens = 4096
+
+func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
+	var names []string
+	for _, e := range spec.Endpoints {
+		names = append(names, e.Name)
+	}
+	switch {
+	case opts.Endpoint == "" && len(names) == 1:
+		opts.Endpoint = names[0]
+	case opts.Endpoint == "":
+		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: generate needs `endpoint:` (one of %v)", st.Name, names)}
+	case spec.Endpoint(opts.Endpoint) == nil:
+		return &specs.Error{Pos: st.OptionPos("endpoint"), Msg: fmt.Sprintf("stage %s: unknown endpoint %q%s; endpoints: %v", st.Name, opts.Endpoint, specs.Suggest(opts.Endpoint, names), names)}
+	}
+	ep := spec.Endpoint(opts.Endpoint)
+	// Every problem of the stage is reported at once.
+	var errs *multierror.Error
+	bad := func(pos specs.Pos, format string, args ...any) {
+		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
+	}
+	if opts.Timeout != "" {
+		if d, err := time.ParseDuration(opts.Timeout); err != nil || d <= 0 {
+			bad(st.OptionPos("timeout"), "timeout %q is not a positive duration like 90s or 10m", opts.Timeout)
+		}
+	}
+	if opts.Retries != nil && *opts.Retries < 0 {
+		bad(st.OptionPos("retries"), "retries is %d; use 0 or more", *opts.Retries)
+	}
+	enum := func(e specs.Enum, label, got string, path ...string) {
+		if err := e.Check(st, label, got, path...); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	enum(orderValues, "order", opts.Order)
+	// Servers reject these anyway, but only once the run is under way,
+	// and a temperature of 7 would be answered with noise where they do not.
+	if t := opts.Temperature; t != nil && (*t < 0 || *t > 2) {
+		bad(st.OptionPos("temperature"), "temperature is %v; use 0 to 2", *t)
+	}
+	if p := opts.TopP; p != nil && (*p <= 0 || *p > 1) {
+		bad(st.OptionPos("top_p"), "top_p is %v; use more than 0, at most 1", *p)
+	}
+	if k := opts.TopK; k != nil && *k < 1 && *k != -1 {
+		bad(st.OptionPos("top_k"), "top_k is %d; use 1 or more, or -1 for no limit", *k)
+	}
+	enum(turnsValues, "turns", opts.Turns)
+	enum(toolTurnsValues, "tool_turns", opts.ToolTurns)
+	if opts.ToolTurns == "regenerate" && opts.Turns != "all" {
+		bad(st.OptionPos("tool_turns"), "tool_turns: regenerate answers the source's tool-call turns among every assistant turn; it needs turns: all")
+	}
+	if b := opts.Budget; b != nil {
+		if b.Tolerance != nil && (*b.Tolerance < 0 || *b.Tolerance > 1) {
+			bad(st.OptionPos("budget", "tolerance"), "budget tolerance is %v; use a fraction of the limit from 0 to 1 (0.01 accepts 1%% over)", *b.Tolerance)
+		}
+		enum(scopeValues, "budget scope", b.Scope, "budget", "scope")
+		if b.CompletionTokens.IsZero() && b.TotalTokens.IsZero() && b.Samples.IsZero() && b.Dollars.IsZero() {
+			bad(st.OptionPos("budget"), "budget needs at least one of completion_tokens, total_tokens, samples, dollars")
+		}
+		if !b.Dollars.IsZero() && ep.Price == nil {
+			bad(st.OptionPos("budget", "dollars"), "a dollars budget needs `price:` on endpoint %s", opts.Endpoint)
+		}
+	}
+	if tg := opts.Target; tg != nil {
+		if tg.Accepted.IsZero() {
+			bad(st.OptionPos("target"), "target needs `accepted:` (the number of answers the filters after generate must accept)")
+		}
+		if a := tg.EstAcceptance; a != nil && (*a <= 0 || *a > 1) {
+			bad(st.OptionPos("target", "est_acceptance"), "est_acceptance is %v; use the share of answers expected to pass the filters, above 0 and at most 1", *a)
+		}
+	}
+	if _, ok := specs.LookupAPI(ep.API); !ok {
+		return errs.ErrorOrNil() // the API is reported by the spec's own checks
+	}
+	e, err := newEndpoint(spec, ep, nil)
+	if err != nil {
+		var se *specs.Error
+		var me *multierror.Error
+		if !errors.As(err, &se) && !errors.As(err, &me) {
+			err = &specs.Error{Pos: ep.Pos, Msg: err.Error()}
+		}
+		errs = multierror.Append(errs, err) // positioned inside the endpoint's options
+	} else {
+		if opts.Turns == "all" && opts.Tokenizer == "" && e.takesIDs {
+			bad(st.OptionPos("turns"), "turns: all on endpoint %s, which takes token ids, needs `tokenizer:` on the stage to render each turn", ep.Name)
+		}
+		if err := inheritTemplate(spec, st, opts, e); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	if opts.Date != "" {
+		if _, err := chat.ParseDate(opts.Date); err != nil {
+			bad(st.OptionPos("date"), "%v", err)
+		}
+	}
+	return errs.ErrorOrNil()
+}
+
+// EndpointName is the endpoint the stage sends to (validation fills in the
+// only one when the spec names none).
+func (o *Options) EndpointName() string { return o.Endpoint }
