@@ -28,9 +28,10 @@ func init() {
 
 // maskOptions are decoded from the stage's `with:`; every field is part of
 // the fingerprint unless tagged fp:"-", so a changed placeholder reruns
-// the stage and what follows it.
+// the stage and what follows it. The doc tag is what `eaglet kinds` and
+// the README's kind table say of the option.
 type maskOptions struct {
-	Placeholder string `yaml:"placeholder"`
+	Placeholder string `yaml:"placeholder" doc:"what an address becomes, default <email>"`
 }
 
 // checkMask validates options once per stage, before anything runs;

@@ -21,11 +21,11 @@ func init() {
 // Options of cap.
 type Options struct {
 	// MaxSamples is how many records to keep at most (an expression).
-	MaxSamples specs.Expr `yaml:"max_samples" eval:"int"`
+	MaxSamples specs.Expr `yaml:"max_samples" eval:"int" doc:"expression, required"`
 	// Seed chooses the sample; the same seed always picks the same records.
-	Seed int `yaml:"seed"`
+	Seed int `yaml:"seed" doc:"seeds the hash records are ranked by"`
 	// DropIf drops records before sampling, e.g. "prompt_chars > 20000".
-	DropIf specs.Expr `yaml:"drop_if" eval:"predicate"`
+	DropIf specs.Expr `yaml:"drop_if" eval:"predicate" doc:"record predicate"`
 }
 
 func check(_ *specs.Spec, st *specs.Stage, o *Options) error {

@@ -28,19 +28,19 @@ const (
 // Options of dedupe.
 type Options struct {
 	// Near turns near-duplicate detection off when false (exact only).
-	Near *bool `yaml:"near"`
+	Near *bool `yaml:"near" doc:"false: exact duplicates only"`
 	// Threshold is the estimated Jaccard similarity of word shingles from
 	// which two prompts are near duplicates (default 0.8).
-	Threshold float64 `yaml:"threshold"`
+	Threshold float64 `yaml:"threshold" doc:"Jaccard similarity of near duplicates, default 0.8"`
 	// Shingle is the number of words in a shingle (default 5).
-	Shingle int `yaml:"shingle"`
+	Shingle int `yaml:"shingle" doc:"words, default 5"`
 	// NumPerm is the number of MinHash permutations (default 128).
-	NumPerm int `yaml:"num_perm"`
+	NumPerm int `yaml:"num_perm" doc:"MinHash permutations, default 128"`
 	// Priority lists datasets in the order their copies survive; datasets
 	// it leaves out follow in the spec's order.
-	Priority []string `yaml:"priority"`
+	Priority []string `yaml:"priority" doc:"datasets whose copies survive first; the rest follow in the spec's order"`
 	// Decontaminate drops or flags prompts sharing an n-gram with a benchmark.
-	Decontaminate *Decontaminate `yaml:"decontaminate"`
+	Decontaminate *Decontaminate `yaml:"decontaminate" doc:"{benchmarks, ngram, action}, below"`
 }
 
 // Decontaminate lists the benchmarks to keep out of the training data.

@@ -20,9 +20,9 @@ func init() {
 // Options of filter: ready-made rules, then expressions over record
 // fields (see the README).
 type Options struct {
-	Rules *Rules     `yaml:"rules"`
-	Keep  specs.Expr `yaml:"keep" eval:"predicate"`
-	Drop  specs.Expr `yaml:"drop" eval:"predicate"`
+	Rules *Rules     `yaml:"rules" doc:"ready-made checks, below"`
+	Keep  specs.Expr `yaml:"keep" eval:"predicate" doc:"record predicate"`
+	Drop  specs.Expr `yaml:"drop" eval:"predicate" doc:"record predicate"`
 }
 
 func check(_ *specs.Spec, st *specs.Stage, opts *Options) error {

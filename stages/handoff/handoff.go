@@ -42,38 +42,38 @@ var formats = []string{FormatSpeculators, FormatSpecForge, FormatSpecForgeText, 
 // Options of handoff.
 type Options struct {
 	// Out is the directory the versions are written under, relative to the spec.
-	Out string `yaml:"out"`
+	Out string `yaml:"out" doc:"a directory, required"`
 	// Format is speculators (input_ids and loss_mask; the default),
 	// specforge (conversations), specforge-text (the rendered text) or
 	// messages (OpenAI-shaped conversations).
-	Format string `yaml:"format"`
+	Format string `yaml:"format" doc:"speculators, the default; specforge, specforge-text, messages"`
 	// Shards splits the rows into this many files balanced by tokens (default 1).
-	Shards int `yaml:"shards"`
+	Shards int `yaml:"shards" doc:"default 1, balanced by tokens"`
 	// ShuffleSeed orders rows before they are dealt to shards.
-	ShuffleSeed int `yaml:"shuffle_seed"`
+	ShuffleSeed int `yaml:"shuffle_seed" doc:"orders rows before they are dealt to shards"`
 	// MaxLength is the trainer's window in tokens (0: no limit); rows
 	// longer are dropped or clipped as OnOverflow says.
-	MaxLength int `yaml:"max_length"`
+	MaxLength int `yaml:"max_length" doc:"the trainer's window in tokens"`
 	// OnOverflow is drop (the default) or clip.
-	OnOverflow string `yaml:"on_overflow"`
+	OnOverflow string `yaml:"on_overflow" doc:"drop, the default, or clip"`
 	// ToolTurns says what becomes of rows whose context holds tool calls
 	// the source wrote: context (kept unsupervised; the default) or drop.
-	ToolTurns string `yaml:"tool_turns"`
+	ToolTurns string `yaml:"tool_turns" doc:"context, the default: tool calls the source wrote stay unsupervised context; drop: rows with such context are dropped"`
 	// Tokenizer is the target's model directory; it defaults to the
 	// tokenize stage's the handoff reads from. Chat template, its kwargs
 	// and date default to that stage's too.
-	Tokenizer          string         `yaml:"tokenizer"`
-	ChatTemplate       string         `yaml:"chat_template"`
-	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
-	Date               string         `yaml:"date"`
+	Tokenizer          string         `yaml:"tokenizer" doc:"default: the tokenize stage's upstream"`
+	ChatTemplate       string         `yaml:"chat_template" doc:"default: the tokenize stage's upstream"`
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"default: the tokenize stage's upstream"`
+	Date               string         `yaml:"date" doc:"default: the tokenize stage's upstream"`
 	// HiddenStates sizes what extraction will write, for plan.
-	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-"`
+	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-" doc:"{hidden_size, layers, bytes, tokens_per_second}: for plan's disk and time; hidden_size defaults to the model's config.json"`
 	// Run launches hidden-state extraction per shard once a version is
 	// written (see internal/launch).
-	Run *launch.Options `yaml:"run"`
+	Run *launch.Options `yaml:"run" doc:"launch hidden-state extraction per shard once a version is written"`
 	// Overwrite lets the handoff write into an out directory eaglet did
 	// not make (it never deletes anything there).
-	Overwrite bool `yaml:"overwrite" fp:"-"`
+	Overwrite bool `yaml:"overwrite" fp:"-" doc:"replace an out eaglet did not write"`
 }
 
 // The values of Options' enum options, declared once for their check and

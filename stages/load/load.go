@@ -28,7 +28,7 @@ func init() {
 // Options of load; the file, format and bad-row policy come from the dataset.
 type Options struct {
 	// Limit reads only the first N records (0: all), for trying a spec out.
-	Limit int `yaml:"limit"`
+	Limit int `yaml:"limit" doc:"first N records, for trials"`
 }
 
 func check(spec *specs.Spec, st *specs.Stage, _ *Options) error {

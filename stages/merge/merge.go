@@ -28,28 +28,28 @@ func init() {
 // Options of merge.
 type Options struct {
 	// Out is the JSONL file to write, relative to the spec.
-	Out string `yaml:"out"`
+	Out string `yaml:"out" doc:"required"`
 	// ShuffleSeed orders the output; the same seed gives the same file.
-	ShuffleSeed int `yaml:"shuffle_seed"`
+	ShuffleSeed int `yaml:"shuffle_seed" doc:"seeds the order records are written in"`
 	// Format is "messages" (id, dataset, messages, tools: ready to train),
 	// "specforge" (id, conversations, tools, as SpecForge's data
 	// preparation reads them) or "record" (the whole canonical record with
 	// generation details).
-	Format string `yaml:"format"`
+	Format string `yaml:"format" doc:"messages: {id, dataset, source_id, messages, tools} in OpenAI's field names, so a stock chat template renders it; specforge: {id, conversations, tools}, as SpecForge's data preparation reads; or record, the whole canonical record"`
 	// Weights scale datasets by name: 0.5 keeps a seeded half, 2 repeats
 	// every record twice. Unlisted datasets use their own `weight` (1).
-	Weights map[string]float64 `yaml:"weights"`
+	Weights map[string]float64 `yaml:"weights" doc:"per dataset; an entry overrides that dataset's weight"`
 	// WeightsBy is "records" (the default: a weight scales a dataset's
 	// records) or "tokens" (weights are shares of the training tokens).
-	WeightsBy string `yaml:"weights_by"`
+	WeightsBy string `yaml:"weights_by" doc:"records, the default, or tokens: weights are shares of the training tokens, below"`
 	// TotalTokens is, by tokens, the training tokens to write; by default
 	// the most the mixture reaches without repeating a record.
-	TotalTokens specs.Expr `yaml:"total_tokens" eval:"number"`
+	TotalTokens specs.Expr `yaml:"total_tokens" eval:"number" doc:"with weights_by: tokens"`
 	// Eval holds a seeded share of the records out, in a file of their own.
-	Eval *EvalOptions `yaml:"eval"`
+	Eval *EvalOptions `yaml:"eval" doc:"{fraction, seed, out}: a seeded train/eval split, below"`
 	// Overwrite lets merge replace an out that eaglet did not write (it is
 	// kept as out.prev); without it such a file is a validation error.
-	Overwrite bool `yaml:"overwrite" fp:"-"`
+	Overwrite bool `yaml:"overwrite" fp:"-" doc:"replace an out eaglet did not write"`
 }
 
 // The values of Options' enum options, declared once for their check and

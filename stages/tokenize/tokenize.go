@@ -25,18 +25,18 @@ func init() {
 type Options struct {
 	// Tokenizer is a model directory (tokenizer.json, tokenizer_config.json)
 	// or a tokenizer file, relative to the spec.
-	Tokenizer string `yaml:"tokenizer"`
+	Tokenizer string `yaml:"tokenizer" doc:"model directory or file"`
 	// ChatTemplate overrides the tokenizer's own chat template (a Jinja file).
-	ChatTemplate string `yaml:"chat_template"`
+	ChatTemplate string `yaml:"chat_template" doc:"a Jinja file overriding the model's"`
 	// MaxPromptTokens drops prompts longer than this (an expression; 0: no limit).
-	MaxPromptTokens specs.Expr `yaml:"max_prompt_tokens" eval:"int"`
+	MaxPromptTokens specs.Expr `yaml:"max_prompt_tokens" eval:"int" doc:"expression; longer prompts are dropped with the reason"`
 	// Date is the day, YYYY-MM-DD, templates that print today's date
 	// (strftime_now) render; such templates need it, so a rerun on another
 	// day renders the same ids. Part of the fingerprint.
-	Date string `yaml:"date"`
+	Date string `yaml:"date" doc:"YYYY-MM-DD, the day templates that print the date render; required by such templates"`
 	// ChatTemplateKwargs are passed to the template as apply_chat_template's
 	// kwargs (enable_thinking, reasoning_effort, thinking). Part of the fingerprint.
-	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"{enable_thinking: false}, {reasoning_effort: high}, ..."`
 }
 
 func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/eaglet-dev/eaglet/stages"
+)
+
+func init() {
+	register(command{name: "kinds", summary: "list every stage kind and its options", run: runKinds})
+}
+
+func runKinds(_ context.Context, env *cmdEnv, args []string) error {
+	fs := newFlags(env, "kinds", "[--markdown]", "Lists every stage kind with what it does, and each option of its `with:`\nwith its type, default and meaning, from the kinds' own declarations.\n--markdown prints the table the README's spec reference holds.")
+	markdown := fs.Bool("markdown", false, "print a Markdown table")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: exitUsage, err: errors.New("")}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: exitUsage, err: errors.New("kinds takes no arguments")}
+	}
+	if *markdown {
+		return writeKindsMarkdown(env.stdout)
+	}
+	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	for i, name := range stages.Names() {
+		k, _ := stages.Lookup(name)
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s: %s\n", k.Name, k.Summary)
+		for _, o := range k.Docs() {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", o.Name, o.Type, o.Doc)
+		}
+	}
+	return w.Flush()
+}
+
+// writeKindsMarkdown writes the README's kind table; a test checks that the
+// README holds exactly this.
+func writeKindsMarkdown(out io.Writer) error {
+	var b strings.Builder
+	b.WriteString("| kind | what it does | options |\n|---|---|---|\n")
+	for _, name := range stages.Names() {
+		k, _ := stages.Lookup(name)
+		var opts []string
+		for _, o := range k.Docs() {
+			s := "`" + o.Name + "`"
+			if o.Doc != "" {
+				s += " (" + o.Doc + ")"
+			}
+			opts = append(opts, s)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Name, k.Summary, strings.Join(opts, ", "))
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
