@@ -177,7 +177,7 @@ func (p *Pool) Healthy() int {
 var SharedClient = &http.Client{Transport: &http.Transport{
 	Proxy:                 http.ProxyFromEnvironment,
 	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	MaxIdleConns:          4096,
+	MaxIdleConns:          0,
 	MaxIdleConnsPerHost:   1100,
 	IdleConnTimeout:       90 * time.Second,
 	TLSHandshakeTimeout:   10 * time.Second,
