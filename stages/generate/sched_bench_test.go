@@ -26,7 +26,9 @@ import (
 // tokens per simulated second (sim-tokens/s) and preemptions for fixed
 // concurrencies around the point where preemptions begin and for
 // concurrency: auto with and without the server's /metrics, streaming (and
-// with metrics, not streaming).
+// with metrics, not streaming), and how full each keeps the server: its
+// mean batch and KV usage until all but the last 150 answers are in, and
+// the seconds after (the tail).
 //
 //	go test ./stages/generate -run '^$' -bench Scheduling -benchtime 1x
 //
