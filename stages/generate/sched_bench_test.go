@@ -26,7 +26,9 @@ import (
 // tokens per simulated second (sim-tokens/s) and preemptions for fixed
 // concurrencies around the point where preemptions begin and for
 // concurrency: auto with and without the server's /metrics, streaming (and
-// with metrics, not streaming).
+// with metrics, not streaming), and how full each keeps the server: its
+// mean batch and KV usage until all but the last 150 answers are in, and
+// the seconds after (the tail).
 //
 //	go test ./stages/generate -run '^$' -bench Scheduling -benchtime 1x
 //
@@ -37,6 +39,8 @@ func BenchmarkScheduling(b *testing.B) {
 		{"fixed32", "32", "stream: true"},
 		{"fixed38", "38", "stream: true"},
 		{"fixed45", "45", "stream: true"},
+		{"fixed64", "64", "stream: true"},
+		{"fixed96", "96", "stream: true"},
 		{"fixed150", "150", "stream: true"},
 		{"auto-latency", "auto", "stream: true, metrics: off"},
 		{"auto-metrics", "auto", "stream: true"},
@@ -83,14 +87,50 @@ stages:
 				p, store := enginetest.Open(b, dir, spec)
 				enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
 				start := time.Now()
+				stop := make(chan struct{})
+				sampled := make(chan [4]float64)
+				go func() {
+					// The server's batch and cache, sampled every 20 ms until all
+					// but the last 150 answers are in, say how full each setting
+					// keeps it; the rest of the run (tail-s) is the longest
+					// answers ending, however many were in flight.
+					var n, running, usage, tail float64
+					t := time.NewTicker(20 * time.Millisecond)
+					defer t.Stop()
+					for {
+						select {
+						case <-stop:
+							sampled <- [4]float64{n, running, usage, tail}
+							return
+						case <-t.C:
+							st := srv.Stats()
+							if st.Completed >= 750 {
+								if tail == 0 {
+									tail = time.Since(start).Seconds()
+								}
+								continue
+							}
+							n++
+							running += float64(st.Running)
+							usage += float64(st.KVUsed) / 159_277
+						}
+					}
+				}()
 				enginetest.Run(b, p, store, enginetest.Stage(b, p, "generate", ""))
 				took := time.Since(start)
+				close(stop)
+				s := <-sampled
 				st := srv.Stats()
 				b.ReportMetric(float64(st.CompletionTokens)/took.Seconds()/timeScale, "sim-tokens/s")
 				b.ReportMetric(float64(st.Retractions), "preemptions")
 				b.ReportMetric(float64(st.RecomputedTokens), "recomputed-tokens")
 				b.ReportMetric(float64(st.PeakRunning), "peak-running")
 				b.ReportMetric(float64(st.Completed), "answers")
+				if s[0] > 0 {
+					b.ReportMetric(s[1]/s[0], "mean-running")
+					b.ReportMetric(s[2]/s[0], "mean-kv-usage")
+					b.ReportMetric(took.Seconds()-s[3], "tail-s")
+				}
 			}
 		})
 	}

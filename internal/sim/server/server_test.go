@@ -257,7 +257,10 @@ func TestServer_StreamInterval(t *testing.T) {
 // admitted to a 2,500-token cache and overflow it.
 func TestServer_Metrics(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 4, MeanTokens: 1000, Sigma: 0.01})
-	s, url := start(t, Config{Model: m, Speed: 20000, KVTokens: 2500, ClipEstimate: 100})
+	// At 2,000 tokens/s an answer takes half a second: a scheduler step
+	// delayed by a loaded machine must not finish them all before the
+	// cache overflows (at 20,000 tokens/s one step late by 50 ms could).
+	s, url := start(t, Config{Model: m, Speed: 2000, KVTokens: 2500, ClipEstimate: 100})
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Add(1)

@@ -172,12 +172,13 @@ func (p *Pool) Healthy() int {
 
 // SharedClient is the HTTP client of every pool: one transport, so idle
 // connections are reused across endpoints, with room for 1,000 requests in
-// flight per host. It sets no timeout; requests are bounded by their
-// context.
+// flight per host and no cap over all hosts: a cap under what runs at once
+// (64 endpoints x 256) closed connections as requests ended only to dial
+// them again. It sets no timeout; requests are bounded by their context.
 var SharedClient = &http.Client{Transport: &http.Transport{
 	Proxy:                 http.ProxyFromEnvironment,
 	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	MaxIdleConns:          4096,
+	MaxIdleConns:          0,
 	MaxIdleConnsPerHost:   1100,
 	IdleConnTimeout:       90 * time.Second,
 	TLSHandshakeTimeout:   10 * time.Second,

@@ -1,0 +1,228 @@
+package generate_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+)
+
+const (
+	scaleServers  = 64
+	scalePerServe = 256
+)
+
+// BenchmarkScaleOut has one eaglet coordinate 64 simulated servers with 256
+// requests in flight each (16,384 at once), to show whether the
+// coordinator is what limits a large deployment. The servers run in a
+// child process (this test binary again), so the figures are the
+// coordinator's alone and the 2 × 16,384 loopback sockets do not share one
+// process's file limit. Answers average 20 tokens at EAGLET_BENCH_SCALE_SPEED
+// tokens/s a sequence (default 5: about 4 s an answer, so keeping 16,384 in
+// flight takes about 4,000 requests/s); EAGLET_BENCH_SCALE_REQUESTS sets the
+// prompts (default 100,000). It reports requests/s, the mean requests in
+// flight (requests/s × mean request time, Little's law: 16,384 if the
+// coordinator keeps up), CPU per request, peak RSS, and how long an answer
+// waits between arriving and being committed (p50, p99, max; to the 50 ms
+// of the progress ticks that observe the commits):
+//
+//	go test ./stages/generate -run '^$' -bench ScaleOut -benchtime 1x
+func BenchmarkScaleOut(b *testing.B) {
+	n := envInt("EAGLET_BENCH_SCALE_REQUESTS", 100_000)
+	urls := startScaleServers(b)
+	dir := b.TempDir()
+	writePrompts(b, filepath.Join(dir, "prompts.jsonl"), n)
+	quoted := make([]string, len(urls))
+	for i, u := range urls {
+		quoted[i] = strconv.Quote(u + "/v1")
+	}
+	for i := 0; b.Loop(); i++ {
+		spec := fmt.Sprintf(`version: 1
+name: scale
+state: state%d.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  sim: {api: openai, urls: [%s], concurrency: %d}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 64}}
+`, i, strings.Join(quoted, ", "), scaleServers*scalePerServe)
+		p, store := enginetest.Open(b, dir, spec)
+		enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
+		commits := &commitLog{}
+		cpu0, start := cpuTime(), time.Now()
+		_, err := p.Run(context.Background(), store, engine.RunOptions{
+			Nodes: enginetest.Stage(b, p, "generate", ""), Log: commits, ProgressEvery: 50 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		took, cpu := time.Since(start), cpuTime()-cpu0
+		done, meanMs := answerTimes(b, filepath.Join(dir, fmt.Sprintf("state%d.db", i)))
+		if len(done) != n {
+			b.Fatalf("%d answers stored, want %d", len(done), n)
+		}
+		rate := float64(n) / took.Seconds()
+		b.ReportMetric(rate, "requests/s")
+		b.ReportMetric(rate*meanMs/1000, "mean-in-flight")
+		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/request")
+		lags := commits.lags(done)
+		b.ReportMetric(float64(lags[len(lags)/2]), "commit-p50-ms")
+		b.ReportMetric(float64(lags[len(lags)*99/100]), "commit-p99-ms")
+		b.ReportMetric(float64(lags[len(lags)-1]), "commit-max-ms")
+	}
+	b.ReportMetric(enginetest.PeakRSSMiB(), "peak-MiB")
+}
+
+// TestScaleOutServers is BenchmarkScaleOut's child process, not a test:
+// it serves the simulated servers and prints their URLs until its stdin
+// closes.
+func TestScaleOutServers(t *testing.T) {
+	if os.Getenv("EAGLET_SCALE_CHILD") == "" {
+		t.Skip("run by BenchmarkScaleOut")
+	}
+	speed := float64(envInt("EAGLET_BENCH_SCALE_SPEED", 5))
+	for range scaleServers {
+		srv, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 20}), Speed: speed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv)
+		defer hs.Close()
+		defer srv.Close()
+		fmt.Println("URL", hs.URL)
+	}
+	fmt.Println("READY")
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// startScaleServers starts the child process and returns its servers' URLs.
+func startScaleServers(b *testing.B) []string {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestScaleOutServers$", "-test.v")
+	cmd.Env = append(os.Environ(), "EAGLET_SCALE_CHILD=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	var urls []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "READY" {
+		if u, ok := strings.CutPrefix(sc.Text(), "URL "); ok {
+			urls = append(urls, u)
+		}
+	}
+	go io.Copy(io.Discard, out)
+	if len(urls) != scaleServers {
+		b.Fatalf("child process started %d servers, want %d", len(urls), scaleServers)
+	}
+	return urls
+}
+
+// commitLog reads the progress lines of a run: the count they show is of
+// committed outcomes, so it says when each was committed.
+type commitLog struct {
+	mu    sync.Mutex
+	times []int64 // Unix ms
+	count []int
+}
+
+var progressCount = regexp.MustCompile(`generate\[d\]: (\d+)/`)
+
+func (c *commitLog) Write(p []byte) (int, error) {
+	now := time.Now().UnixMilli()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range progressCount.FindAllSubmatch(p, -1) {
+		if k, err := strconv.Atoi(string(m[1])); err == nil {
+			c.times, c.count = append(c.times, now), append(c.count, k)
+		}
+	}
+	return len(p), nil
+}
+
+// lags returns, sorted, how long the k-th answer to arrive waited for the
+// progress tick that first counted k commits. Commits follow arrivals in
+// order, so the k-th commit is the k-th answer's; answers committed after
+// the last tick (at the run's end) are left out.
+func (c *commitLog) lags(done []int64) []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lags []int64
+	j := 0
+	for k, d := range done {
+		for j < len(c.count) && c.count[j] < k+1 {
+			j++
+		}
+		if j == len(c.count) {
+			break
+		}
+		lags = append(lags, c.times[j]-d)
+	}
+	if len(lags) == 0 {
+		return []int64{0}
+	}
+	slices.Sort(lags)
+	return lags
+}
+
+// answerTimes reads when each stored answer arrived (Unix ms, sorted) and
+// the mean time its request took.
+func answerTimes(b *testing.B, path string) ([]int64, float64) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT done_ms, done_ms - sent_ms FROM items WHERE done_ms > 0 ORDER BY done_ms`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var done []int64
+	var sum float64
+	for rows.Next() {
+		var d, took int64
+		if err := rows.Scan(&d, &took); err != nil {
+			b.Fatal(err)
+		}
+		done = append(done, d)
+		sum += float64(took)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return done, sum / float64(max(len(done), 1))
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
