@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,8 +16,12 @@ import (
 )
 
 // BenchmarkPipeline_LoadCapFilterMerge pushes small records through
-// load -> cap -> filter -> merge and reports committed records per second
-// and the process's peak memory. EAGLET_BENCH_RECORDS sets the size
+// load -> cap -> filter -> merge and reports committed records per second,
+// the run's wall and CPU seconds and the process's peak memory. Where
+// python3 is installed it then runs testdata/pipeline_baseline.py, the
+// same work as a short script without a store, on the same file, and
+// reports its seconds and eaglet's ratio to them, so both are measured in
+// one session of a noisy machine. EAGLET_BENCH_RECORDS sets the size
 // (default 1,000,000):
 //
 //	go test ./engine -run '^$' -bench LoadCapFilterMerge -benchtime 1x
@@ -27,6 +33,7 @@ func BenchmarkPipeline_LoadCapFilterMerge(b *testing.B) {
 	dir := b.TempDir()
 	data := filepath.Join(dir, "data.jsonl")
 	writeRecords(b, data, n)
+	python, _ := exec.LookPath("python3")
 	for i := 0; b.Loop(); i++ {
 		run := filepath.Join(dir, fmt.Sprint(i))
 		spec := fmt.Sprintf(`version: 1
@@ -42,14 +49,42 @@ stages:
 `, run, data, n*9/10)
 		os.MkdirAll(run, 0o755)
 		p, store := enginetest.Open(b, run, spec)
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime()
 		committed := 0
 		for _, r := range enginetest.Run(b, p, store, nil) {
 			committed += r.Processed
 		}
-		b.ReportMetric(float64(committed)/time.Since(start).Seconds(), "records/s")
+		wall, cpu := time.Since(start).Seconds(), cpuTime()-cpu
+		b.ReportMetric(float64(committed)/wall, "records/s")
+		b.ReportMetric(wall, "eaglet-s")
+		b.ReportMetric(cpu, "eaglet-cpu-s")
+		if fi, err := os.Stat(filepath.Join(run, "state.db")); err == nil {
+			b.ReportMetric(float64(fi.Size())/(1<<20), "store-MiB")
+		}
+		if python == "" {
+			continue
+		}
+		cmd := exec.Command(python, "testdata/pipeline_baseline.py", data, filepath.Join(run, "py.jsonl"), fmt.Sprint(n*9/10))
+		cmd.Stderr = os.Stderr
+		start = time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("python baseline: %v", err)
+		}
+		pyWall := time.Since(start).Seconds()
+		pyCPU := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		b.ReportMetric(pyWall, "python-s")
+		b.ReportMetric(pyCPU, "python-cpu-s")
+		b.ReportMetric(wall/pyWall, "ratio")
+		b.ReportMetric(cpu/pyCPU, "cpu-ratio")
 	}
 	b.ReportMetric(enginetest.PeakRSSMiB(), "peak-MiB")
+}
+
+// cpuTime is the CPU seconds (user and system) this process has used.
+func cpuTime() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func writeRecords(b *testing.B, path string, n int) {

@@ -190,6 +190,9 @@ type Store struct {
 	// r serves concurrent reads, which WAL lets run beside the writer.
 	r    *sql.DB
 	lock *os.File
+	// upsert holds the writer's prepared upserts of a full chunk, by
+	// firstWins (prepareUpserts).
+	upsert map[bool]*sql.Stmt
 }
 
 // Open opens (creating if needed) the store at path and migrates it.
@@ -212,9 +215,13 @@ func Open(path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	s := &Store{path: path, w: w}
+	s := &Store{path: path, w: w, upsert: map[bool]*sql.Stmt{}}
 	if err := s.migrate(); err != nil {
 		w.Close()
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	if err := s.prepareUpserts(); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite3", dsn+"&mode=ro")
@@ -319,6 +326,9 @@ func (s *Store) Close() error {
 		s.lock.Close()
 	}
 	var errs []error
+	for _, st := range s.upsert {
+		errs = append(errs, st.Close())
+	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
