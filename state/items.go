@@ -553,7 +553,6 @@ type BatchWriter struct {
 	s             *Store
 	inst, staging string
 	buf           []Item
-	bytes         int
 }
 
 // stagingPrefix marks the instance a batch stage's next output is written
@@ -601,23 +600,16 @@ func (s *Store) chunked(q string, first ...any) error {
 	}
 }
 
-// batchFlush and batchFlushBytes bound what a batch stage writes per
-// transaction, whichever is reached first: small enough that another
-// instance's commit never waits long for the writer (about as long as a
-// swapChunk), large enough to keep the per-transaction cost low. Every
-// commit writes the pages it touched, and a pipeline of small records
-// spent a tenth of its CPU committing 500 at a time. batchFlush is a
-// multiple of chunk, so no transaction prepares a statement of its own.
-const (
-	batchFlush      = 16 * chunk
-	batchFlushBytes = 1 << 20
-)
+// batchFlush is how many records a batch stage writes per transaction:
+// small enough that another instance's commit never waits long for the
+// writer, large enough to keep the per-transaction cost low. A multiple
+// of chunk, so no transaction prepares a statement of its own for a tail.
+const batchFlush = 4 * chunk
 
 // Put adds one output record.
 func (b *BatchWriter) Put(it Item) error {
 	b.buf = append(b.buf, it)
-	b.bytes += len(it.Data)
-	if len(b.buf) >= batchFlush || b.bytes >= batchFlushBytes {
+	if len(b.buf) >= batchFlush {
 		return b.flush()
 	}
 	return nil
@@ -635,7 +627,7 @@ func (b *BatchWriter) flush() error {
 	if err := b.s.putItems(tx, b.staging, b.buf, true); err != nil {
 		return err
 	}
-	b.buf, b.bytes = b.buf[:0], 0
+	b.buf = b.buf[:0]
 	return tx.Commit()
 }
 
