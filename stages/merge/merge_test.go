@@ -51,17 +51,7 @@ func TestSpecForge_RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "sf.jsonl")
-	os.WriteFile(path, append(b, '\n'), 0o644)
-	r, err := dataset.Open(path, dataset.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	got, err := r.Next()
-	if err != nil {
-		t.Fatalf("eaglet's own loader cannot read the SpecForge output: %v\n%s", err, b)
-	}
+	got := readBack(t, b)
 	want := rec.Conversation()
 	gb, _ := json.Marshal(got.Messages)
 	wb, _ := json.Marshal(want)
@@ -145,8 +135,22 @@ func TestMessages_OpenAIFieldNames(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("messages line:\n got %s\nwant %s", b, want)
 	}
-	path := filepath.Join(t.TempDir(), "m.jsonl")
-	os.WriteFile(path, append(b, '\n'), 0o644)
+	got := readBack(t, b)
+	gb, _ := json.Marshal(got.Messages)
+	wb, _ := json.Marshal(rec.Conversation())
+	if string(gb) != string(wb) || got.Source.ID != "k1" {
+		t.Errorf("round trip:\n got %s (id %q)\nwant %s (id k1)", gb, got.Source.ID, wb)
+	}
+}
+
+// readBack loads one output line with eaglet's own loader, as a user who
+// feeds merge's output to another spec does.
+func readBack(t *testing.T, line []byte) *conv.Record {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := os.WriteFile(path, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r, err := dataset.Open(path, dataset.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -154,11 +158,7 @@ func TestMessages_OpenAIFieldNames(t *testing.T) {
 	defer r.Close()
 	got, err := r.Next()
 	if err != nil {
-		t.Fatalf("eaglet's own loader cannot read the messages output: %v", err)
+		t.Fatalf("eaglet's own loader cannot read the output: %v\n%s", err, line)
 	}
-	gb, _ := json.Marshal(got.Messages)
-	wb, _ := json.Marshal(rec.Conversation())
-	if string(gb) != string(wb) || got.Source.ID != "k1" {
-		t.Errorf("round trip:\n got %s (id %q)\nwant %s (id k1)", gb, got.Source.ID, wb)
-	}
+	return got
 }
