@@ -131,6 +131,9 @@ type Generation struct {
 	CachedTokens     int    `json:"cached_tokens,omitempty"`
 	// OutputIDs are the completion's token ids as the server reported them.
 	OutputIDs []int `json:"output_ids,omitempty"`
+	// PromptIDs are the prompt's token ids as the server rendered them,
+	// when it says (vLLM's return_token_ids): what the target saw, exactly.
+	PromptIDs []int `json:"prompt_ids,omitempty"`
 	// TotalCompletionTokens counts every turn generated for the record when
 	// there were several (turns: all, MT-Bench follow-ups); the fields
 	// above describe the final turn.

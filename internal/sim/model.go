@@ -325,6 +325,33 @@ func (p *Prompt) key() uint64 {
 
 // tokens counts the prompt as a chat template would: each message's text
 // plus four tokens of framing, three for the generation prompt.
+// TokenIDs returns the prompt as the sim tokenizes it: as many ids as it
+// counts, with ids below the first word id framing the conversation (the
+// chat template's special tokens), so a server can report them.
+func (p *Prompt) TokenIDs() []int {
+	switch {
+	case len(p.Messages) > 0:
+		ids := []int{4, 5, 6}
+		for _, m := range p.Messages {
+			ids = append(ids, 7, 8, 9, 10)
+			ids = append(ids, Tokenize(m.Content)...)
+			ids = append(ids, Tokenize(m.Reasoning)...)
+			for _, c := range m.ToolCalls {
+				ids = append(append(ids, Tokenize(c.Name)...), Tokenize(string(c.Arguments))...)
+			}
+		}
+		for _, t := range p.Tools {
+			ids = append(ids, Tokenize(t.Name)...)
+			ids = append(ids, Tokenize(t.Description)...)
+			ids = append(ids, Tokenize(string(t.Parameters))...)
+		}
+		return ids
+	case len(p.IDs) > 0:
+		return p.IDs
+	}
+	return Tokenize(p.Text)
+}
+
 func (p *Prompt) tokens() int {
 	switch {
 	case len(p.Messages) > 0:

@@ -266,3 +266,42 @@ func supervised(r speculatorsRow) []int {
 	}
 	return ids
 }
+
+// TestHandoff_ChatPathPromptIDs: a chat server that returns the prompt's
+// ids (vLLM's return_token_ids) gives rows whose context is exactly those
+// ids, checked "exact", and whose answer is the server's output ids.
+func TestHandoff_ChatPathPromptIDs(t *testing.T) {
+	tokDir, tmpl := qwen3(t)
+	url := simtest.Serve(t, server.Config{Model: sim.New(sim.Config{Seed: 6, MeanTokens: 40}), Name: "target"})
+	dir := workdir(t)
+	spec := fmt.Sprintf(`version: 1
+name: chat-ids
+state: state.db
+datasets: {d: {source: convos.jsonl, format: messages}}
+endpoints: {chat: {api: openai, urls: [%q], model: target, options: {stream: true, return_token_ids: true}}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 200}}
+  - {name: gen, uses: merge, needs: [generate], with: {out: gen.jsonl, format: record}}
+  - {name: handoff, uses: handoff, needs: [generate], with: {out: out, tokenizer: %q}}
+`, url+"/v1", tokDir)
+	enginetest.OpenAndRun(t, dir, spec)
+	gens := readRecords(t, filepath.Join(dir, "gen.jsonl"))
+	end := tmpl.Tokens("<|im_end|>")
+	for _, line := range readRows(t, filepath.Join(dir, "out", "current")) {
+		var r speculatorsRow
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		g := gens[r.PrimaryID].Generation
+		n := len(g.PromptIDs)
+		want := append(slices.Clone(g.PromptIDs), g.OutputIDs...)
+		if g.FinishReason != "length" {
+			want = append(want, end...)
+		}
+		if n == 0 || !slices.Equal(r.InputIDs, want) || r.Metadata.PromptCheck != "exact" || r.Metadata.IDsFrom != "server" {
+			t.Errorf("row %s: want the server's prompt ids (%d), output ids and <|im_end|>, checked exact from the server; got %d ids, %s, %s",
+				r.ID, n, len(r.InputIDs), r.Metadata.PromptCheck, r.Metadata.IDsFrom)
+		}
+	}
+}

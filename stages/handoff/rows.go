@@ -45,7 +45,11 @@ func answers(rec *conv.Record) []answer {
 	}
 	last := answer{index: len(out), context: rec.Prompt(), msg: g.Message(), finish: g.FinishReason,
 		promptTokens: g.PromptTokens, completionTokens: g.CompletionTokens, outputIDs: g.OutputIDs}
-	if len(g.Turns) == 0 && len(rec.PromptIDs) > 0 {
+	switch {
+	case len(g.PromptIDs) > 0:
+		// The server said what it rendered (vLLM's return_token_ids).
+		last.sentIDs = g.PromptIDs
+	case len(g.Turns) == 0 && len(rec.PromptIDs) > 0:
 		last.sentIDs = rec.PromptIDs
 	}
 	if last.promptTokens == 0 {

@@ -147,7 +147,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	maxTokens := req.maxTokens(0)
-	a, ok := s.answer(w, true, sim.Prompt{Messages: msgs, Tools: tools},
+	prompt := sim.Prompt{Messages: msgs, Tools: tools}
+	a, ok := s.answer(w, true, prompt,
 		sim.Options{MaxTokens: maxTokens, NoThinking: thinkingOff(req.ChatTemplateKwargs)})
 	if !ok {
 		return
@@ -156,6 +157,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		maxTokens = s.cfg.Model.Config().MaxLen
 	}
 	c := &chatOutput{s: s, a: a, req: &req, id: newID("chatcmpl", a), created: time.Now().Unix()}
+	if req.ReturnTokenIDs {
+		c.promptIDs = prompt.TokenIDs()
+	}
 	if !req.Stream {
 		if err := s.produce(r.Context(), a, maxTokens, func(int) error { return nil }); err != nil {
 			return
@@ -173,10 +177,19 @@ type chatOutput struct {
 	req     *chatRequest
 	id      string
 	created int64
+	// promptIDs are reported with return_token_ids, as vLLM does: in the
+	// body, or in a stream's first event.
+	promptIDs  []int
+	sentPrompt bool
 }
 
 func (c *chatOutput) frame(object string, choices []map[string]any) map[string]any {
-	return map[string]any{"id": c.id, "object": object, "created": c.created, "model": c.s.cfg.Name, "choices": choices}
+	f := map[string]any{"id": c.id, "object": object, "created": c.created, "model": c.s.cfg.Name, "choices": choices}
+	if c.promptIDs != nil && !c.sentPrompt {
+		f["prompt_token_ids"] = c.promptIDs
+		c.sentPrompt = object == "chat.completion.chunk"
+	}
+	return f
 }
 
 func (c *chatOutput) toolCalls() []map[string]any {

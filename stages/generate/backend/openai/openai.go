@@ -194,6 +194,7 @@ func (c *Client) generation(r *result, maxTokens int) (*conv.Generation, error) 
 		MaxTokens:        maxTokens,
 		Model:            c.cfg.Model,
 		OutputIDs:        pool.TrimStop(r.ids, c.cfg.StopTokenIDs...),
+		PromptIDs:        r.promptIDs,
 	}
 	if d := r.usage.PromptTokensDetails; d != nil {
 		g.CachedTokens = d.CachedTokens

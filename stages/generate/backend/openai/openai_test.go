@@ -63,8 +63,15 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 						if err != nil {
 							t.Fatalf("conversation %d: %v", i, err)
 						}
-						want := m.Answer(sim.Prompt{Messages: req.Messages, Tools: req.Tools}, sim.Options{MaxTokens: 120}).Generation("sim", 120)
+						prompt := sim.Prompt{Messages: req.Messages, Tools: req.Tools}
+						want := m.Answer(prompt, sim.Options{MaxTokens: 120}).Generation("sim", 120)
 						want.PromptTokens = g.PromptTokens
+						// return_token_ids brings the prompt's ids too, in the
+						// body or the stream's first event, as vLLM sends them.
+						want.PromptIDs = prompt.TokenIDs()
+						if len(g.PromptIDs) != g.PromptTokens {
+							t.Fatalf("conversation %d: %d prompt ids for %d prompt tokens", i, len(g.PromptIDs), g.PromptTokens)
+						}
 						if !reflect.DeepEqual(g, want) {
 							t.Fatalf("conversation %d:\n got %+v\nwant %+v", i, g, want)
 						}

@@ -15,6 +15,7 @@ type result struct {
 	content, reasoning strings.Builder
 	tools              []*toolCall
 	ids                []int
+	promptIDs          []int
 	finish             string
 	errMsg             string
 	usage              usage
@@ -52,11 +53,14 @@ type choice struct {
 }
 
 type body struct {
-	Choices []choice        `json:"choices"`
-	Usage   *usage          `json:"usage"`
-	Error   json.RawMessage `json:"error"`
-	Object  string          `json:"object"`
-	Message string          `json:"message"`
+	Choices []choice `json:"choices"`
+	// PromptTokenIDs come with return_token_ids: in the body, or in a
+	// stream's first event.
+	PromptTokenIDs []int           `json:"prompt_token_ids"`
+	Usage          *usage          `json:"usage"`
+	Error          json.RawMessage `json:"error"`
+	Object         string          `json:"object"`
+	Message        string          `json:"message"`
 }
 
 func readBody(r io.Reader) (*result, error) {
@@ -137,6 +141,9 @@ func (res *result) add(b *body) error {
 	}
 	if b.Usage != nil {
 		res.usage = *b.Usage
+	}
+	if b.PromptTokenIDs != nil {
+		res.promptIDs = b.PromptTokenIDs
 	}
 	for _, ch := range b.Choices {
 		m := ch.Message
