@@ -96,6 +96,20 @@ func readRows(t *testing.T, version string) [][]byte {
 	return lines
 }
 
+// readSpeculators reads a version's rows in the speculators format.
+func readSpeculators(t *testing.T, version string) []speculatorsRow {
+	t.Helper()
+	var rows []speculatorsRow
+	for _, line := range readRows(t, version) {
+		var r speculatorsRow
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
 func readRecords(t *testing.T, path string) map[string]*conv.Record {
 	t.Helper()
 	f, err := os.Open(path)
@@ -138,16 +152,12 @@ stages:
 	enginetest.OpenAndRun(t, dir, spec)
 	gens := readRecords(t, filepath.Join(dir, "gen.jsonl"))
 	end, _ := tmpl.Tokens("<|im_end|>"), 0
-	rows := readRows(t, filepath.Join(dir, "out", "current"))
+	rows := readSpeculators(t, filepath.Join(dir, "out", "current"))
 	if len(rows) != len(gens) {
 		t.Fatalf("%d rows for %d generated records; want one each (turns: last)", len(rows), len(gens))
 	}
 	sourceIDs := map[string]bool{}
-	for _, line := range rows {
-		var r speculatorsRow
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range rows {
 		rec := gens[r.PrimaryID]
 		if rec == nil {
 			t.Fatalf("row %s names no generated record", r.ID)
@@ -216,16 +226,12 @@ stages:
 	for _, rec := range gens {
 		wantRows += 1 + len(rec.Generation.Turns)
 	}
-	rows := readRows(t, filepath.Join(dir, "out", "current"))
+	rows := readSpeculators(t, filepath.Join(dir, "out", "current"))
 	if len(rows) != wantRows {
 		t.Fatalf("%d rows; want %d, one per generated turn", len(rows), wantRows)
 	}
 	multi := 0
-	for _, line := range rows {
-		var r speculatorsRow
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range rows {
 		rec := gens[r.PrimaryID]
 		context, ans := rec.Prompt(), rec.Generation.Message()
 		if r.Metadata.Turn < len(rec.Generation.Turns) {
@@ -288,11 +294,7 @@ stages:
 	enginetest.OpenAndRun(t, dir, spec)
 	gens := readRecords(t, filepath.Join(dir, "gen.jsonl"))
 	end := tmpl.Tokens("<|im_end|>")
-	for _, line := range readRows(t, filepath.Join(dir, "out", "current")) {
-		var r speculatorsRow
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range readSpeculators(t, filepath.Join(dir, "out", "current")) {
 		g := gens[r.PrimaryID].Generation
 		n := len(g.PromptIDs)
 		want := append(slices.Clone(g.PromptIDs), g.OutputIDs...)

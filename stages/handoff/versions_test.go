@@ -106,9 +106,7 @@ func TestHandoff_MaxLength(t *testing.T) {
 			full := manifest(t, dir, current(t, dir))
 			// A window just under the median row: some rows fit, some not.
 			var lengths, contexts []int
-			for _, line := range readRows(t, filepath.Join(dir, "out", "current")) {
-				var r speculatorsRow
-				json.Unmarshal(line, &r)
+			for _, r := range readSpeculators(t, filepath.Join(dir, "out", "current")) {
 				lengths = append(lengths, len(r.InputIDs))
 				contexts = append(contexts, slices.Index(r.LossMask, 1))
 			}
@@ -145,9 +143,7 @@ func TestHandoff_MaxLength(t *testing.T) {
 				}
 			}
 			if tc.overflow == "clip" {
-				for _, line := range readRows(t, filepath.Join(dir, "out", "current")) {
-					var r speculatorsRow
-					json.Unmarshal(line, &r)
+				for _, r := range readSpeculators(t, filepath.Join(dir, "out", "current")) {
 					if len(r.InputIDs) > window {
 						t.Fatalf("clip left a row of %d tokens in a window of %d", len(r.InputIDs), window)
 					}
@@ -158,13 +154,7 @@ func TestHandoff_MaxLength(t *testing.T) {
 }
 
 func median(xs []int) int {
-	s := append([]int(nil), xs...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
