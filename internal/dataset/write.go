@@ -27,49 +27,11 @@ func Encode(rec *conv.Record, format string) ([]byte, error) {
 	return nil, fmt.Errorf("encode %q: %w (want messages or sharegpt)", format, ErrUnknownFormat)
 }
 
-type wireCall struct {
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type wireTool struct {
-	Type     string       `json:"type"`
-	Function conv.ToolDef `json:"function"`
-}
-
 func encodeMessages(rec *conv.Record) ([]byte, error) {
-	type wireMsg struct {
-		Role       string     `json:"role"`
-		Content    any        `json:"content"`
-		Reasoning  string     `json:"reasoning_content,omitempty"`
-		ToolCalls  []wireCall `json:"tool_calls,omitempty"`
-		ToolCallID string     `json:"tool_call_id,omitempty"`
-		Name       string     `json:"name,omitempty"`
-	}
-	row := struct {
-		Messages []wireMsg  `json:"messages"`
-		Tools    []wireTool `json:"tools,omitempty"`
-	}{}
-	for _, m := range rec.Messages {
-		w := wireMsg{Role: m.Role, Content: m.WireContent(), Reasoning: m.Reasoning, ToolCallID: m.ToolCallID, Name: m.Name}
-		for _, tc := range m.ToolCalls {
-			c := wireCall{ID: tc.ID, Type: "function"}
-			c.Function.Name, c.Function.Arguments = tc.Name, string(tc.Arguments)
-			if tc.ArgumentsText != "" {
-				c.Function.Arguments = tc.ArgumentsText
-			}
-			w.ToolCalls = append(w.ToolCalls, c)
-		}
-		row.Messages = append(row.Messages, w)
-	}
-	for _, t := range rec.Tools {
-		row.Tools = append(row.Tools, wireTool{Type: "function", Function: t})
-	}
-	return json.Marshal(row)
+	return json.Marshal(struct {
+		Messages []conv.OpenAIMessage `json:"messages"`
+		Tools    []conv.OpenAITool    `json:"tools,omitempty"`
+	}{conv.WireMessages(rec.Messages), conv.ToolsToOpenAI(rec.Tools)})
 }
 
 // shareGPTFrom is the ShareGPT word for each role.

@@ -283,7 +283,7 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, string, erro
 func specForgeInvalid(msgs []conv.OpenAIMessage) string {
 	want, sawUser := conv.User, false
 	for i, m := range msgs {
-		if strings.TrimSpace(m.Content) == "" {
+		if text, ok := m.Content.(string); !ok || strings.TrimSpace(text) == "" {
 			return fmt.Sprintf("message %d content is empty (tool calls alone, or an empty turn)", i)
 		}
 		if m.Role == conv.System && !sawUser {

@@ -19,45 +19,23 @@ type streamOptions struct {
 }
 
 type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	Tools               []chatTool      `json:"tools"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *streamOptions  `json:"stream_options"`
-	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs"`
-	ReturnTokenIDs      bool            `json:"return_token_ids"`
-	Prompt              json.RawMessage `json:"prompt"` // completions only
+	Model               string            `json:"model"`
+	Messages            []chatMessage     `json:"messages"`
+	Tools               []conv.OpenAITool `json:"tools"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Stream              bool              `json:"stream"`
+	StreamOptions       *streamOptions    `json:"stream_options"`
+	ChatTemplateKwargs  map[string]any    `json:"chat_template_kwargs"`
+	ReturnTokenIDs      bool              `json:"return_token_ids"`
+	Prompt              json.RawMessage   `json:"prompt"` // completions only
 }
 
+// chatMessage is a request's message; vLLM and OpenRouter spell
+// reasoning "reasoning".
 type chatMessage struct {
-	Role             string          `json:"role"`
-	Content          json.RawMessage `json:"content"`
-	ReasoningContent string          `json:"reasoning_content,omitempty"`
-	Reasoning        string          `json:"reasoning,omitempty"`
-	ToolCalls        []chatToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID       string          `json:"tool_call_id,omitempty"`
-	Name             string          `json:"name,omitempty"`
-}
-
-type chatTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	} `json:"function"`
-}
-
-type chatToolCall struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	conv.OpenAIMessage
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // messages converts the wire messages back to the canonical form, so the
@@ -82,32 +60,31 @@ func (req *chatRequest) messages() ([]conv.Message, []conv.ToolDef, error) {
 	}
 	tools := make([]conv.ToolDef, len(req.Tools))
 	for i, t := range req.Tools {
-		tools[i] = conv.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters}
+		tools[i] = t.Function
 	}
 	return msgs, tools, nil
 }
 
 // contentText accepts a string, null, or a list of text parts.
-func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+func contentText(content any) (string, error) {
+	switch c := content.(type) {
+	case nil:
 		return "", nil
+	case string:
+		return c, nil
+	case []any:
+		var b strings.Builder
+		for _, p := range c {
+			part, ok := p.(map[string]any)
+			if !ok {
+				return "", errors.New("content must be a string or a list of text parts")
+			}
+			text, _ := part["text"].(string)
+			b.WriteString(text)
+		}
+		return b.String(), nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or a list of text parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
+	return "", errors.New("content must be a string or a list of text parts")
 }
 
 func (req *chatRequest) maxTokens(def int) int {
@@ -192,11 +169,11 @@ func (c *chatOutput) frame(object string, choices []map[string]any) map[string]a
 	return f
 }
 
-func (c *chatOutput) toolCalls() []map[string]any {
-	var out []map[string]any
+func (c *chatOutput) toolCalls() []conv.OpenAIToolCall {
+	var out []conv.OpenAIToolCall
 	for i, tc := range c.a.ToolCalls {
-		out = append(out, map[string]any{"index": i, "id": tc.ID, "type": "function",
-			"function": map[string]any{"name": tc.Name, "arguments": string(tc.Arguments)}})
+		out = append(out, conv.OpenAIToolCall{Index: &i, ID: tc.ID, Type: "function",
+			Function: conv.OpenAIFunction{Name: tc.Name, Arguments: string(tc.Arguments)}})
 	}
 	return out
 }
@@ -295,14 +272,13 @@ func (c *chatOutput) stream(w http.ResponseWriter, r *http.Request, f fault, max
 			case part == sim.PartReasoning && c.s.cfg.Reasoning != ReasoningInline:
 				delta[c.s.cfg.Reasoning] = text.String()
 			case part == sim.PartToolArgs:
-				call := map[string]any{"index": 0, "function": map[string]any{"arguments": text.String()}}
+				call := conv.OpenAIToolCall{Index: new(int), Function: conv.OpenAIFunction{Arguments: text.String()}}
 				if !toolStarted {
 					tc := c.a.ToolCalls[0]
-					call["id"], call["type"] = tc.ID, "function"
-					call["function"] = map[string]any{"name": tc.Name, "arguments": text.String()}
+					call.ID, call.Type, call.Function.Name = tc.ID, "function", tc.Name
 					toolStarted = true
 				}
-				delta["tool_calls"] = []map[string]any{call}
+				delta["tool_calls"] = []conv.OpenAIToolCall{call}
 			default:
 				delta["content"] = text.String()
 			}

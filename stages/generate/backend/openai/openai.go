@@ -86,9 +86,9 @@ func (c *Client) body(req *backend.Request) ([]byte, error) {
 		}
 		b["prompt"] = req.InputIDs
 	} else {
-		b["messages"] = wireMessages(req.Messages)
+		b["messages"] = conv.WireMessages(req.Messages)
 		if len(req.Tools) > 0 {
-			b["tools"] = wireTools(req.Tools)
+			b["tools"] = conv.ToolsToOpenAI(req.Tools)
 		}
 		if kw := mergeKwargs(c.cfg.ChatTemplateKwargs, req.ChatTemplateKwargs); kw != nil {
 			b["chat_template_kwargs"] = kw
@@ -120,60 +120,6 @@ func mergeKwargs(base, over map[string]any) map[string]any {
 	}
 	for k, v := range over {
 		out[k] = v
-	}
-	return out
-}
-
-type wireMessage struct {
-	Role             string         `json:"role"`
-	Content          any            `json:"content"`
-	ReasoningContent string         `json:"reasoning_content,omitempty"`
-	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
-	ToolCallID       string         `json:"tool_call_id,omitempty"`
-	Name             string         `json:"name,omitempty"`
-}
-
-type wireToolCall struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// wireMessages are messages as the source spelt them, so the server's
-// template sees what eaglet's does: null content stays null, text parts
-// stay parts, string arguments keep their text.
-func wireMessages(msgs []conv.Message) []wireMessage {
-	out := make([]wireMessage, len(msgs))
-	for i, m := range msgs {
-		out[i] = wireMessage{Role: m.Role, Content: m.WireContent(), ReasoningContent: m.Reasoning,
-			ToolCallID: m.ToolCallID, Name: m.Name}
-		for _, tc := range m.ToolCalls {
-			w := wireToolCall{ID: tc.ID, Type: "function"}
-			w.Function.Name, w.Function.Arguments = tc.Name, string(tc.Arguments)
-			if tc.ArgumentsText != "" {
-				w.Function.Arguments = tc.ArgumentsText
-			}
-			out[i].ToolCalls = append(out[i].ToolCalls, w)
-		}
-	}
-	return out
-}
-
-func wireTools(tools []conv.ToolDef) []map[string]any {
-	out := make([]map[string]any, len(tools))
-	for i, t := range tools {
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
-		}
-		if len(t.Parameters) > 0 {
-			fn["parameters"] = t.Parameters
-		}
-		out[i] = map[string]any{"type": "function", "function": fn}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
@@ -38,10 +39,10 @@ type usage struct {
 // Reasoning arrives as reasoning_content (SGLang, older vLLM) or reasoning
 // (vLLM, OpenRouter).
 type message struct {
-	Content          *string        `json:"content"`
-	ReasoningContent *string        `json:"reasoning_content"`
-	Reasoning        *string        `json:"reasoning"`
-	ToolCalls        []wireToolCall `json:"tool_calls"`
+	Content          *string               `json:"content"`
+	ReasoningContent *string               `json:"reasoning_content"`
+	Reasoning        *string               `json:"reasoning"`
+	ToolCalls        []conv.OpenAIToolCall `json:"tool_calls"`
 }
 
 type choice struct {
