@@ -31,6 +31,16 @@ type Expr struct {
 // NewExpr returns an expression with no position, for defaults and tests.
 func NewExpr(src string) Expr { return Expr{Src: src} }
 
+// ConstExpr returns the resolved expression of a constant such as "4096",
+// for an option's declared default.
+func ConstExpr(src string) (Expr, error) {
+	e := NewExpr(src)
+	if err := e.Compile(nil); err != nil {
+		return e, err
+	}
+	return e, e.Resolve(nil)
+}
+
 // IsZero reports whether the expression was left out of the spec.
 func (e Expr) IsZero() bool { return e.Src == "" }
 

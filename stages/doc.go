@@ -14,12 +14,15 @@ type OptionDoc struct {
 	// Type is what the value is: string, integer, number, true/false,
 	// expression, record expression, record predicate, list or mapping.
 	Type string
-	// Doc is the field's `doc` tag: what the option does and its default.
+	// Default is the value the option takes when left out, from the
+	// field's `default` tag ("" when it has none).
+	Default string
+	// Doc is the field's `doc` tag: what the option does.
 	Doc string
 }
 
 // Docs lists k's options in the order its options struct declares them,
-// from the struct's yaml and doc tags, so the listing cannot drift from
+// from the struct's yaml, default and doc tags, so the listing cannot drift from
 // what the spec decodes.
 func (k Kind) Docs() []OptionDoc {
 	t := reflect.TypeOf(k.Options()).Elem()
@@ -30,7 +33,7 @@ func (k Kind) Docs() []OptionDoc {
 		if !f.IsExported() || name == "" || name == "-" {
 			continue
 		}
-		out = append(out, OptionDoc{Name: name, Type: typeName(f.Type, f.Tag.Get("eval")), Doc: f.Tag.Get("doc")})
+		out = append(out, OptionDoc{Name: name, Type: typeName(f.Type, f.Tag.Get("eval")), Default: f.Tag.Get("default"), Doc: f.Tag.Get("doc")})
 	}
 	return out
 }

@@ -28,10 +28,11 @@ func init() {
 
 // maskOptions are decoded from the stage's `with:`; every field is part of
 // the fingerprint unless tagged fp:"-", so a changed placeholder reruns
-// the stage and what follows it. The doc tag is what `eaglet kinds` and
-// the README's kind table say of the option.
+// the stage and what follows it. The doc and default tags are what `eaglet
+// kinds` and the README's kind table say of the option; the constructor
+// gets the default filled in when the spec leaves the option out.
 type maskOptions struct {
-	Placeholder string `yaml:"placeholder" doc:"what an address becomes, default <email>"`
+	Placeholder string `yaml:"placeholder" default:"<email>" doc:"what an address becomes"`
 }
 
 // checkMask validates options once per stage, before anything runs;
@@ -50,11 +51,7 @@ type mask struct{ placeholder string }
 var _ stages.Mapper = (*mask)(nil)
 
 func newMask(_ *stages.Instance, o *maskOptions) (stages.Stage, error) {
-	p := o.Placeholder
-	if p == "" {
-		p = "<email>"
-	}
-	return &mask{placeholder: p}, nil
+	return &mask{placeholder: o.Placeholder}, nil
 }
 
 var email = regexp.MustCompile(`[\w.+-]+@[\w-]+\.[\w.]+`)

@@ -7,6 +7,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -428,11 +429,14 @@ func (s *Shared) Get(key string, make func() (any, error)) (any, error) {
 
 // Define makes the Kind of a stage whose `with:` decodes into O, so that
 // its check and constructor take *O and never assert the options' type.
+// The constructor gets a copy of the options with the defaults their
+// `default` tags declare filled in.
 // check may be nil when there is nothing to check beyond the types.
 func Define[O any](name, summary string, check func(spec *specs.Spec, st *specs.Stage, opts *O) error,
 	build func(inst *Instance, opts *O) (Stage, error)) Kind {
+	defs := defaultsOf(reflect.TypeFor[O]()) // parsed now, so a bad tag fails at init
 	k := Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
-		New: func(inst *Instance) (Stage, error) { return build(inst, inst.Options.(*O)) }}
+		New: func(inst *Instance) (Stage, error) { return build(inst, fill(defs, inst.Options.(*O))) }}
 	if check != nil {
 		k.Check = func(spec *specs.Spec, st *specs.Stage, opts any) error { return check(spec, st, opts.(*O)) }
 	}

@@ -39,7 +39,7 @@ func runKinds(_ context.Context, env *cmdEnv, args []string) error {
 		}
 		fmt.Fprintf(w, "%s: %s\n", k.Name, k.Summary)
 		for _, o := range k.Docs() {
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", o.Name, o.Type, o.Doc)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", o.Name, o.Type, defaultText(o.Default), o.Doc)
 		}
 	}
 	return w.Flush()
@@ -55,8 +55,15 @@ func writeKindsMarkdown(out io.Writer) error {
 		var opts []string
 		for _, o := range k.Docs() {
 			s := "`" + o.Name + "`"
+			var about []string
 			if o.Doc != "" {
-				s += " (" + o.Doc + ")"
+				about = append(about, o.Doc)
+			}
+			if o.Default != "" {
+				about = append(about, "default "+o.Default)
+			}
+			if len(about) > 0 {
+				s += " (" + strings.Join(about, "; ") + ")"
 			}
 			opts = append(opts, s)
 		}
@@ -64,4 +71,12 @@ func writeKindsMarkdown(out io.Writer) error {
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// defaultText is an option's default as the listing prints it.
+func defaultText(d string) string {
+	if d == "" {
+		return "-"
+	}
+	return "default " + d
 }

@@ -49,18 +49,8 @@ var (
 )
 
 func newDedupe(inst *stages.Instance, o *Options) (stages.Stage, error) {
-	d := &Dedupe{near: o.Near == nil || *o.Near, threshold: o.Threshold, numPerm: o.NumPerm, rank: map[string]int{}}
-	if d.threshold == 0 {
-		d.threshold = defaultThreshold
-	}
-	if d.numPerm == 0 {
-		d.numPerm = defaultNumPerm
-	}
-	shingle := o.Shingle
-	if shingle == 0 {
-		shingle = defaultShingle
-	}
-	d.mh = newMinHasher(d.numPerm, shingle)
+	d := &Dedupe{near: *o.Near, threshold: o.Threshold, numPerm: o.NumPerm, rank: map[string]int{}}
+	d.mh = newMinHasher(d.numPerm, o.Shingle)
 	for _, name := range o.Priority {
 		d.rankOf(name)
 	}

@@ -13,10 +13,7 @@ import (
 
 // Defaults of the options.
 const (
-	defaultThreshold = 0.8
-	defaultShingle   = 5
-	defaultNumPerm   = 128
-	defaultNGram     = 13
+	defaultNGram = 13
 	// examplesPerKind is how many dropped or flagged records of each kind
 	// status --json shows.
 	examplesPerKind = 3
@@ -28,14 +25,14 @@ const (
 // Options of dedupe.
 type Options struct {
 	// Near turns near-duplicate detection off when false (exact only).
-	Near *bool `yaml:"near" doc:"false: exact duplicates only"`
+	Near *bool `yaml:"near" default:"true" doc:"false: exact duplicates only"`
 	// Threshold is the estimated Jaccard similarity of word shingles from
-	// which two prompts are near duplicates (default 0.8).
-	Threshold float64 `yaml:"threshold" doc:"Jaccard similarity of near duplicates, default 0.8"`
-	// Shingle is the number of words in a shingle (default 5).
-	Shingle int `yaml:"shingle" doc:"words, default 5"`
-	// NumPerm is the number of MinHash permutations (default 128).
-	NumPerm int `yaml:"num_perm" doc:"MinHash permutations, default 128"`
+	// which two prompts are near duplicates.
+	Threshold float64 `yaml:"threshold" default:"0.8" doc:"Jaccard similarity of near duplicates"`
+	// Shingle is the number of words in a shingle.
+	Shingle int `yaml:"shingle" default:"5" doc:"words"`
+	// NumPerm is the number of MinHash permutations.
+	NumPerm int `yaml:"num_perm" default:"128" doc:"MinHash permutations"`
 	// Priority lists datasets in the order their copies survive; datasets
 	// it leaves out follow in the spec's order.
 	Priority []string `yaml:"priority" doc:"datasets whose copies survive first; the rest follow in the spec's order"`

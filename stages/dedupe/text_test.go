@@ -84,8 +84,9 @@ func TestGrams_StraddleMessagesIgnoreCaseAndSpacing(t *testing.T) {
 // the exact Jaccard similarity of shingle sets, over texts with a share of
 // their words replaced.
 func TestSimilarity_EstimatesJaccard(t *testing.T) {
+	const numPerm, shingle = 128, 5 // the defaults
 	r := rand.New(rand.NewPCG(1, 2))
-	mh := newMinHasher(defaultNumPerm, defaultShingle)
+	mh := newMinHasher(numPerm, shingle)
 	word := func() string { return fmt.Sprintf("w%d", r.IntN(5000)) }
 	for _, replace := range []float64{0, 0.01, 0.03, 0.1, 0.3, 1} {
 		a := make([]string, 300)
@@ -101,11 +102,11 @@ func TestSimilarity_EstimatesJaccard(t *testing.T) {
 		sa, _ := mh.sign(nil, wordHashes(nil, []string{strings.Join(a, " ")}))
 		sb, _ := mh.sign(nil, wordHashes(nil, []string{strings.Join(b, " ")}))
 		ga, gb := map[uint64]bool{}, map[uint64]bool{}
-		for _, h := range grams([]string{strings.Join(a, " ")}, defaultShingle) {
+		for _, h := range grams([]string{strings.Join(a, " ")}, shingle) {
 			ga[h] = true
 		}
 		both := 0
-		for _, h := range grams([]string{strings.Join(b, " ")}, defaultShingle) {
+		for _, h := range grams([]string{strings.Join(b, " ")}, shingle) {
 			if !gb[h] && ga[h] {
 				both++
 			}
@@ -113,7 +114,7 @@ func TestSimilarity_EstimatesJaccard(t *testing.T) {
 		}
 		exact := float64(both) / float64(len(ga)+len(gb)-both)
 		// Four standard deviations of a 128-permutation estimate.
-		if est := similarity(sa, sb); math.Abs(est-exact) > 4*math.Sqrt(exact*(1-exact)/defaultNumPerm)+0.02 {
+		if est := similarity(sa, sb); math.Abs(est-exact) > 4*math.Sqrt(exact*(1-exact)/numPerm)+0.02 {
 			t.Errorf("%.0f%% replaced: estimate %.3f, exact %.3f", 100*replace, est, exact)
 		}
 	}

@@ -67,26 +67,15 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Generate{opts: o, ep: v.(*endpoint), ds: inst.Dataset, maxTokens: defaultMaxTokens, retries: 5,
-		timeout: 30 * time.Minute, log: inst.Log, id: inst.ID, share: 1}
-	if !o.Share.IsZero() {
-		g.share = o.Share.Float()
-		if !(g.share > 0) || math.IsInf(g.share, 0) { // !(> 0) refuses NaN too
-			return nil, o.Share.Errorf("share evaluates to %v; want a finite number above 0", g.share)
-		}
+	g := &Generate{opts: o, ep: v.(*endpoint), ds: inst.Dataset, maxTokens: o.MaxTokens.Int(), retries: *o.Retries,
+		log: inst.Log, id: inst.ID, share: o.Share.Float()}
+	if !(g.share > 0) || math.IsInf(g.share, 0) { // !(> 0) refuses NaN too
+		return nil, o.Share.Errorf("share evaluates to %v; want a finite number above 0", g.share)
 	}
-	if !o.MaxTokens.IsZero() {
-		g.maxTokens = o.MaxTokens.Int()
-		if g.maxTokens < 1 {
-			return nil, o.MaxTokens.Errorf("max_tokens evaluates to %d; want at least 1", g.maxTokens)
-		}
+	if g.maxTokens < 1 {
+		return nil, o.MaxTokens.Errorf("max_tokens evaluates to %d; want at least 1", g.maxTokens)
 	}
-	if o.Retries != nil {
-		g.retries = *o.Retries
-	}
-	if o.Timeout != "" {
-		g.timeout, _ = time.ParseDuration(o.Timeout)
-	}
+	g.timeout, _ = time.ParseDuration(o.Timeout) // checked
 	if o.Tokenizer != "" {
 		dir := inst.Spec.Resolve(o.Tokenizer)
 		v, err := inst.Shared.Get("tokenizer-only:"+dir, func() (any, error) { return tokenizer.Load(dir) })

@@ -15,40 +15,40 @@ import (
 // part of the fingerprint; the endpoint's name, retries and timeout are not.
 type Options struct {
 	Endpoint string `yaml:"endpoint" fp:"-" doc:"may be left out when the spec has only one"`
-	// MaxTokens caps each answer (an expression; default 4096). It is always
-	// sent: servers' own defaults are as low as 16 tokens.
-	MaxTokens   specs.Expr `yaml:"max_tokens" eval:"int" doc:"expression, default 4096, always sent"`
+	// MaxTokens caps each answer. It is always sent: servers' own defaults
+	// are as low as 16 tokens.
+	MaxTokens   specs.Expr `yaml:"max_tokens" eval:"int" default:"4096" doc:"always sent"`
 	Temperature *float64   `yaml:"temperature" doc:"0 to 2"`
 	TopP        *float64   `yaml:"top_p" doc:"above 0, at most 1"`
 	TopK        *int       `yaml:"top_k" doc:"1 or more, or -1 for no limit"`
 	Stop        []string   `yaml:"stop" doc:"strings that end an answer"`
 	Seed        *int       `yaml:"seed" doc:"sent to the server for reproducible sampling"`
-	// Retries is how many times a retryable failure is tried again (default 5).
-	Retries *int `yaml:"retries" fp:"-" doc:"default 5"`
+	// Retries is how many times a retryable failure is tried again.
+	Retries *int `yaml:"retries" fp:"-" default:"5" doc:"times a retryable failure is tried again"`
 	// Timeout is how long a request may go without a sign of life, as a Go
-	// duration ("10m"; default 30m): with streaming, the time since the
-	// last token; without, the whole request.
-	Timeout string `yaml:"timeout" fp:"-" doc:"default 30m; counted from the last streamed token, so a long answer that keeps streaming is never cut; without streaming it bounds the whole request"`
+	// duration ("10m"): with streaming, the time since the last token;
+	// without, the whole request.
+	Timeout string `yaml:"timeout" fp:"-" default:"30m" doc:"counted from the last streamed token, so a long answer that keeps streaming is never cut; without streaming it bounds the whole request"`
 	// Tokenizer, when set, counts the tokens of answers whose server did not
 	// report usage (a model directory, as for the tokenize stage).
 	Tokenizer string `yaml:"tokenizer" fp:"-" doc:"a model directory: counts the tokens of answers whose server reports no usage, and renders the later turns of multi-turn records for endpoints that take token ids"`
-	// Turns is "last" (regenerate the final assistant turn; the default)
-	// or "all" (regenerate every assistant turn in order, each conditioned
-	// on the target's own earlier answers).
-	Turns string `yaml:"turns" doc:"last, the default, or all, below"`
+	// Turns is "last" (regenerate the final assistant turn) or "all"
+	// (regenerate every assistant turn in order, each conditioned on the
+	// target's own earlier answers).
+	Turns string `yaml:"turns" default:"last" doc:"last or all, below"`
 	// ToolTurns is "keep" (assistant turns with tool calls stay as the
-	// source wrote them, with their recorded results; the default) or
+	// source wrote them, with their recorded results) or
 	// "regenerate" (with turns: all, the target answers them too: when it
 	// calls the same functions the recorded results follow its calls,
 	// otherwise its answer ends the conversation).
-	ToolTurns string `yaml:"tool_turns" doc:"keep, the default, or regenerate, below"`
+	ToolTurns string `yaml:"tool_turns" default:"keep" doc:"keep or regenerate, below"`
 	// Order is "" (the store's order) or "longest_first": records whose
 	// source answer is longest go first, so the run does not end waiting on
 	// a few long answers started last.
 	Order string `yaml:"order" fp:"-" doc:"longest_first: records with the longest source answers first, so the run does not end on a few long answers"`
 	// Share weighs this instance's part of the endpoint's capacity against
-	// other instances using it (an expression; default 1).
-	Share specs.Expr `yaml:"share" fp:"-" eval:"number" doc:"weight on the endpoint, default 1"`
+	// other instances using it.
+	Share specs.Expr `yaml:"share" fp:"-" eval:"number" default:"1" doc:"weight on the endpoint"`
 	// Budget stops sending requests before a limit is crossed; records not
 	// sent are skipped (budget) and sent by a later run with a larger budget.
 	Budget *BudgetOptions `yaml:"budget" fp:"-" doc:"below"`
@@ -72,8 +72,6 @@ var (
 	toolTurnsValues = specs.Values("keep", "regenerate")
 	orderValues     = specs.Values("longest_first")
 )
-
-const defaultMaxTokens = 4096
 
 func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	var names []string

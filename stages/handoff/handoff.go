@@ -43,22 +43,22 @@ var formats = []string{FormatSpeculators, FormatSpecForge, FormatSpecForgeText, 
 type Options struct {
 	// Out is the directory the versions are written under, relative to the spec.
 	Out string `yaml:"out" doc:"a directory, required"`
-	// Format is speculators (input_ids and loss_mask; the default),
-	// specforge (conversations), specforge-text (the rendered text) or
-	// messages (OpenAI-shaped conversations).
-	Format string `yaml:"format" doc:"speculators, the default; specforge, specforge-text, messages"`
-	// Shards splits the rows into this many files balanced by tokens (default 1).
-	Shards int `yaml:"shards" doc:"default 1, balanced by tokens"`
+	// Format is speculators (input_ids and loss_mask), specforge
+	// (conversations), specforge-text (the rendered text) or messages
+	// (OpenAI-shaped conversations).
+	Format string `yaml:"format" default:"speculators" doc:"speculators, specforge, specforge-text or messages"`
+	// Shards splits the rows into this many files balanced by tokens.
+	Shards int `yaml:"shards" default:"1" doc:"files, balanced by tokens"`
 	// ShuffleSeed orders rows before they are dealt to shards.
 	ShuffleSeed int `yaml:"shuffle_seed" doc:"orders rows before they are dealt to shards"`
 	// MaxLength is the trainer's window in tokens (0: no limit); rows
 	// longer are dropped or clipped as OnOverflow says.
 	MaxLength int `yaml:"max_length" doc:"the trainer's window in tokens"`
-	// OnOverflow is drop (the default) or clip.
-	OnOverflow string `yaml:"on_overflow" doc:"drop, the default, or clip"`
+	// OnOverflow is drop or clip.
+	OnOverflow string `yaml:"on_overflow" default:"drop" doc:"drop or clip"`
 	// ToolTurns says what becomes of rows whose context holds tool calls
-	// the source wrote: context (kept unsupervised; the default) or drop.
-	ToolTurns string `yaml:"tool_turns" doc:"context, the default: tool calls the source wrote stay unsupervised context; drop: rows with such context are dropped"`
+	// the source wrote: context (kept unsupervised) or drop.
+	ToolTurns string `yaml:"tool_turns" default:"context" doc:"context: tool calls the source wrote stay unsupervised context; drop: rows with such context are dropped"`
 	// Tokenizer is the target's model directory; it defaults to the
 	// tokenize stage's the handoff reads from. Chat template, its kwargs
 	// and date default to that stage's too.
@@ -143,9 +143,6 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if opts.Out == "" {
 		bad(st.Pos, "handoff needs `out:` (the directory its versions are written under)")
 	}
-	if opts.Format == "" {
-		opts.Format = FormatSpeculators
-	}
 	enum := func(e specs.Enum, label, got string) {
 		if err := e.Check(st, label, got); err != nil {
 			errs = multierror.Append(errs, err)
@@ -169,9 +166,10 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		}
 	}
 	inherit(spec, st, opts)
-	needsIDs := opts.Format == FormatSpeculators || opts.Format == FormatSpecForgeText
+	format := stages.WithDefaults(opts).Format
+	needsIDs := format == FormatSpeculators || format == FormatSpecForgeText
 	if needsIDs && opts.Tokenizer == "" {
-		bad(st.Pos, "format %s needs the target's tokenizer and chat template: add a tokenize stage upstream, or `tokenizer:` (the target's model directory) to the handoff", opts.Format)
+		bad(st.Pos, "format %s needs the target's tokenizer and chat template: add a tokenize stage upstream, or `tokenizer:` (the target's model directory) to the handoff", format)
 	}
 	if opts.Tokenizer != "" {
 		for _, f := range []struct{ key, path string }{{"tokenizer", opts.Tokenizer}, {"chat_template", opts.ChatTemplate}} {
@@ -217,9 +215,6 @@ var (
 )
 
 func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
-	if o.Shards == 0 {
-		o.Shards = 1
-	}
 	h := &Handoff{opts: o, spec: inst.Spec, inst: inst, out: inst.Spec.Resolve(o.Out)}
 	if o.Tokenizer == "" {
 		return h, nil

@@ -103,9 +103,6 @@ func (h *Handoff) newManifest() *Manifest {
 		Stage: h.inst.ID, MaxLength: h.opts.MaxLength, Datasets: map[string]*DatasetCount{}, Generation: h.generation()}
 	if h.opts.MaxLength > 0 {
 		m.OnOverflow = h.opts.OnOverflow
-		if m.OnOverflow == "" {
-			m.OnOverflow = "drop"
-		}
 	}
 	if h.tmpl != nil {
 		sha, _ := h.Fingerprint()

@@ -35,13 +35,13 @@ type Options struct {
 	// "specforge" (id, conversations, tools, as SpecForge's data
 	// preparation reads them) or "record" (the whole canonical record with
 	// generation details).
-	Format string `yaml:"format" doc:"messages: {id, dataset, source_id, messages, tools} in OpenAI's field names, so a stock chat template renders it; specforge: {id, conversations, tools}, as SpecForge's data preparation reads; or record, the whole canonical record"`
+	Format string `yaml:"format" default:"messages" doc:"messages: {id, dataset, source_id, messages, tools} in OpenAI's field names, so a stock chat template renders it; specforge: {id, conversations, tools}, as SpecForge's data preparation reads; or record, the whole canonical record"`
 	// Weights scale datasets by name: 0.5 keeps a seeded half, 2 repeats
 	// every record twice. Unlisted datasets use their own `weight` (1).
 	Weights map[string]float64 `yaml:"weights" doc:"per dataset; an entry overrides that dataset's weight"`
-	// WeightsBy is "records" (the default: a weight scales a dataset's
-	// records) or "tokens" (weights are shares of the training tokens).
-	WeightsBy string `yaml:"weights_by" doc:"records, the default, or tokens: weights are shares of the training tokens, below"`
+	// WeightsBy is "records" (a weight scales a dataset's records) or
+	// "tokens" (weights are shares of the training tokens).
+	WeightsBy string `yaml:"weights_by" default:"records" doc:"records or tokens: weights are shares of the training tokens, below"`
 	// TotalTokens is, by tokens, the training tokens to write; by default
 	// the most the mixture reaches without repeating a record.
 	TotalTokens specs.Expr `yaml:"total_tokens" eval:"number" doc:"with weights_by: tokens"`

@@ -1,0 +1,128 @@
+package stages
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+
+	"github.com/eaglet-dev/eaglet/specs"
+)
+
+// defaults are the values a kind's options take when the spec leaves them
+// out, read from their fields' `default` tags: declared beside the field,
+// listed by `eaglet kinds`, and filled in for the kind's constructor. The
+// engine fingerprints the options as the spec wrote them, so declaring a
+// default never reruns a stage.
+type defaults []fieldDefault
+
+type fieldDefault struct {
+	index int
+	value reflect.Value
+}
+
+// parseDefaults reads the `default` tags of an options struct. A tag that
+// does not parse as its field's type panics: a kind's declaration is
+// wrong, and every test that registers it says so.
+func parseDefaults(t reflect.Type) defaults {
+	var d defaults
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, ok := f.Tag.Lookup("default")
+		if !ok {
+			continue
+		}
+		v, err := parseDefault(f.Type, tag)
+		if err != nil {
+			panic(fmt.Sprintf("stages: %s.%s: default %q: %v", t.Name(), f.Name, tag, err))
+		}
+		d = append(d, fieldDefault{index: i, value: v})
+	}
+	return d
+}
+
+func parseDefault(t reflect.Type, s string) (reflect.Value, error) {
+	v := reflect.New(t).Elem()
+	if t.Kind() == reflect.Pointer {
+		elem, err := parseDefault(t.Elem(), s)
+		if err != nil {
+			return v, err
+		}
+		p := reflect.New(t.Elem())
+		p.Elem().Set(elem)
+		return p, nil
+	}
+	if t == exprType {
+		e, err := specs.ConstExpr(s)
+		v.Set(reflect.ValueOf(e))
+		return v, err
+	}
+	switch t.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return v, err
+		}
+		v.SetInt(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return v, err
+		}
+		v.SetFloat(f)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return v, err
+		}
+		v.SetBool(b)
+	default:
+		return v, fmt.Errorf("no default for a %s option", t)
+	}
+	return v, nil
+}
+
+var defaultsCache sync.Map // reflect.Type -> defaults
+
+func defaultsOf(t reflect.Type) defaults {
+	if d, ok := defaultsCache.Load(t); ok {
+		return d.(defaults)
+	}
+	d, _ := defaultsCache.LoadOrStore(t, parseDefaults(t))
+	return d.(defaults)
+}
+
+// WithDefaults returns a copy of opts with every option the spec left out
+// set to the default its field's `default` tag declares, for a check that
+// must judge the value the stage will run with. Constructors made with
+// Define get such a copy.
+func WithDefaults[O any](opts *O) *O {
+	return fill(defaultsOf(reflect.TypeFor[O]()), opts)
+}
+
+// fill returns a copy of opts with every option the spec left out set to
+// its default.
+func fill[O any](d defaults, opts *O) *O {
+	if len(d) == 0 {
+		return opts
+	}
+	cp := *opts
+	v := reflect.ValueOf(&cp).Elem()
+	for _, fd := range d {
+		if f := v.Field(fd.index); isZero(f) {
+			f.Set(fd.value)
+		}
+	}
+	return &cp
+}
+
+// isZero reports whether an option was left out: by the type's own IsZero
+// when it has one (an expression), else Go's zero value.
+func isZero(f reflect.Value) bool {
+	if z, ok := f.Interface().(interface{ IsZero() bool }); ok {
+		return z.IsZero()
+	}
+	return f.IsZero()
+}
