@@ -11,11 +11,13 @@ import (
 type API struct {
 	// Name is what an endpoint's `api:` says.
 	Name string
+	// Summary says in a line what the API is, for `eaglet kinds`.
+	Summary string
 	// NeedsURLs is set for an API served over HTTP: its endpoints must
 	// list their servers' base URLs.
 	NeedsURLs bool
-	// Options returns a pointer to a new options struct, defaults set, that
-	// the endpoint's `options:` decode into: every endpoint's options are
+	// Options returns a pointer to a new options struct that the
+	// endpoint's `options:` decode into: every endpoint's options are
 	// checked when the spec is parsed, whether a stage uses it or not.
 	Options func() any
 }

@@ -1,70 +1,12 @@
 package stages_test
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
 )
-
-type defaultedOptions struct {
-	Name    string     `yaml:"name" default:"speculators"`
-	Count   int        `yaml:"count" default:"5"`
-	Ratio   float64    `yaml:"ratio" default:"0.8"`
-	On      *bool      `yaml:"on" default:"true"`
-	Retries *int       `yaml:"retries" default:"3"`
-	Max     specs.Expr `yaml:"max" default:"4096"`
-	Plain   string     `yaml:"plain"`
-}
-
-// TestWithDefaults: options left out take their declared default, options
-// set (even to a zero-like pointer value) keep theirs, and the spec's own
-// options are not changed, since the engine fingerprints them as written.
-func TestWithDefaults(t *testing.T) {
-	off, zero := false, 0
-	cases := []struct {
-		name string
-		in   defaultedOptions
-		want func(*defaultedOptions) string
-	}{
-		{"all left out", defaultedOptions{}, func(o *defaultedOptions) string {
-			if o.Name != "speculators" || o.Count != 5 || o.Ratio != 0.8 || !*o.On || *o.Retries != 3 || o.Max.Int() != 4096 || o.Plain != "" {
-				return "defaults not filled"
-			}
-			return ""
-		}},
-		{"all set", defaultedOptions{Name: "messages", Count: 2, Ratio: 0.5, On: &off, Retries: &zero, Max: resolved(t, "10"), Plain: "x"}, func(o *defaultedOptions) string {
-			if o.Name != "messages" || o.Count != 2 || o.Ratio != 0.5 || *o.On || *o.Retries != 0 || o.Max.Int() != 10 {
-				return "a set option was replaced by its default"
-			}
-			return ""
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			in := c.in
-			before := in
-			got := stages.WithDefaults(&in)
-			if msg := c.want(got); msg != "" {
-				t.Errorf("%s: %+v", msg, got)
-			}
-			if !reflect.DeepEqual(in, before) {
-				t.Errorf("the spec's options changed: %+v, were %+v", in, before)
-			}
-		})
-	}
-}
-
-func resolved(t *testing.T, src string) specs.Expr {
-	e, err := specs.ConstExpr(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
 
 // TestDefaults_EveryKindListsWhatItRunsWith: every default a kind
 // declares is listed by `eaglet kinds` and no option's doc restates a
@@ -85,18 +27,4 @@ func TestDefaults_EveryKindListsWhatItRunsWith(t *testing.T) {
 	if found < 10 {
 		t.Errorf("found %d declared defaults over all kinds, want at least 10", found)
 	}
-}
-
-// TestDefaults_BadTagPanics: a default that does not parse as its field's
-// type is a kind's mistake, reported when the kind is defined.
-func TestDefaults_BadTagPanics(t *testing.T) {
-	type bad struct {
-		N int `yaml:"n" default:"many"`
-	}
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(string), `default "many"`) {
-			t.Errorf("recovered %v, want a panic naming the bad default", r)
-		}
-	}()
-	stages.Define("bad-default", "", nil, func(*stages.Instance, *bad) (stages.Stage, error) { return nil, nil })
 }

@@ -7,7 +7,6 @@ package stages
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -434,9 +433,9 @@ func (s *Shared) Get(key string, make func() (any, error)) (any, error) {
 // check may be nil when there is nothing to check beyond the types.
 func Define[O any](name, summary string, check func(spec *specs.Spec, st *specs.Stage, opts *O) error,
 	build func(inst *Instance, opts *O) (Stage, error)) Kind {
-	defs := defaultsOf(reflect.TypeFor[O]()) // parsed now, so a bad tag fails at init
+	specs.CheckDefaults[O]()
 	k := Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
-		New: func(inst *Instance) (Stage, error) { return build(inst, fill(defs, inst.Options.(*O))) }}
+		New: func(inst *Instance) (Stage, error) { return build(inst, specs.WithDefaults(inst.Options.(*O))) }}
 	if check != nil {
 		k.Check = func(spec *specs.Spec, st *specs.Stage, opts any) error { return check(spec, st, opts.(*O)) }
 	}
@@ -461,6 +460,9 @@ func Register(k Kind) {
 	}
 	kinds[k.Name] = k
 }
+
+// Docs lists k's options with their types, defaults and docs.
+func (k Kind) Docs() []specs.OptionDoc { return specs.OptionDocs(k.Options()) }
 
 // Lookup returns the kind registered under name.
 func Lookup(name string) (Kind, bool) {

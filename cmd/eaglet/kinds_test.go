@@ -2,14 +2,16 @@ package main
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 )
 
-// TestKinds_READMETableIsGenerated: the README's kind table is exactly what
-// `eaglet kinds --markdown` prints, so it is made from the same declarations
+// TestKinds_READMETableIsGenerated: the README's kind and endpoint API
+// tables are exactly what `eaglet kinds --markdown` prints, so it is made from the same declarations
 // as the spec checks and cannot drift from them.
 func TestKinds_READMETableIsGenerated(t *testing.T) {
 	code, table, errOut := eaglet("kinds", "--markdown")
@@ -20,8 +22,14 @@ func TestKinds_READMETableIsGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), table) {
-		t.Errorf("README.md does not hold the output of `eaglet kinds --markdown`; replace its kind table with:\n%s", table)
+	tables := strings.Split(table, "\n\n")
+	if len(tables) != 2 {
+		t.Fatalf("eaglet kinds --markdown printed %d tables, want the kinds' and the APIs':\n%s", len(tables), table)
+	}
+	for _, tb := range tables {
+		if !strings.Contains(string(readme), tb) {
+			t.Errorf("README.md does not hold this table of `eaglet kinds --markdown`; replace its table with:\n%s", tb)
+		}
 	}
 }
 
@@ -50,6 +58,36 @@ func TestKinds_EveryOptionListed(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("kind %s: option %s (%s) is not listed with its doc", name, o.Name, o.Doc)
+			}
+		}
+	}
+}
+
+// TestKinds_EveryAPIOptionListed: every endpoint API is listed with each
+// option of its `options:`, its doc and its default.
+func TestKinds_EveryAPIOptionListed(t *testing.T) {
+	code, out, errOut := eaglet("kinds")
+	if code != exitOK {
+		t.Fatalf("eaglet kinds: exit %d\n%s", code, errOut)
+	}
+	_, apis, ok := strings.Cut(out, "Endpoint APIs")
+	if !ok {
+		t.Fatalf("eaglet kinds lists no endpoint APIs:\n%s", out)
+	}
+	names := specs.APINames()
+	if len(names) < 3 {
+		t.Fatalf("%d APIs registered, want sim, sglang and openai at least", len(names))
+	}
+	for _, name := range names {
+		a, _ := specs.LookupAPI(name)
+		section, _, _ := strings.Cut(apis[strings.Index(apis, "api "+name+": "):], "\n\n")
+		for _, o := range specs.OptionDocs(a.Options()) {
+			if o.Doc == "" {
+				t.Errorf("api %s: option %s has no doc tag", name, o.Name)
+			}
+			want := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(o.Name) + ` +\S+ +` + regexp.QuoteMeta(defaultText(o.Default)) + ` +` + regexp.QuoteMeta(o.Doc) + `$`)
+			if !want.MatchString(section) {
+				t.Errorf("api %s: option %s is not listed with its default (%q) and doc:\n%s", name, o.Name, o.Default, section)
 			}
 		}
 	}

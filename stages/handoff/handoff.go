@@ -166,7 +166,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		}
 	}
 	inherit(spec, st, opts)
-	format := stages.WithDefaults(opts).Format
+	format := specs.WithDefaults(opts).Format
 	needsIDs := format == FormatSpeculators || format == FormatSpecForgeText
 	if needsIDs && opts.Tokenizer == "" {
 		bad(st.Pos, "format %s needs the target's tokenizer and chat template: add a tokenize stage upstream, or `tokenizer:` (the target's model directory) to the handoff", format)

@@ -11,25 +11,26 @@ import (
 // OpenRouter).
 type Options struct {
 	// Completions sends token ids to /v1/completions instead of chat.
-	Completions    bool `yaml:"completions"`
-	Stream         bool `yaml:"stream"`
-	ReturnTokenIDs bool `yaml:"return_token_ids"`
+	Completions    bool `yaml:"completions" doc:"send the tokenize stage's ids to /v1/completions instead of messages to chat"`
+	Stream         bool `yaml:"stream" doc:"stream answers (SSE), so the budget sees running answers grow"`
+	ReturnTokenIDs bool `yaml:"return_token_ids" doc:"ask for prompt and output token ids (vLLM), kept as the exact context"`
 	// ChatTemplateKwargs toggles thinking: enable_thinking (Qwen), thinking (Kimi, DeepSeek).
-	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"sent with every chat request: {enable_thinking: false}, {thinking: true}"`
 	// Extra fields merged into every request body (reasoning, provider, ...).
-	Extra map[string]any `yaml:"extra"`
+	Extra map[string]any `yaml:"extra" doc:"fields merged into every request body (reasoning, provider, ...)"`
 	// StopTokenIDs are end-of-turn ids trimmed from recorded token ids.
-	StopTokenIDs []int `yaml:"stop_token_ids"`
-	// ThinkStart and ThinkEnd delimit inline reasoning (default <think>, </think>).
-	ThinkStart string `yaml:"think_start"`
-	ThinkEnd   string `yaml:"think_end"`
+	StopTokenIDs []int `yaml:"stop_token_ids" doc:"end-of-turn ids trimmed from recorded token ids"`
+	// ThinkStart and ThinkEnd delimit inline reasoning.
+	ThinkStart string `yaml:"think_start" default:"<think>" doc:"opens reasoning written inline in the answer"`
+	ThinkEnd   string `yaml:"think_end" default:"</think>" doc:"closes it"`
 	// Metrics is the server's Prometheus URL for concurrency: auto
-	// (default: /metrics at the server root, when it answers; off: none).
-	Metrics string `yaml:"metrics"`
+	// ("": /metrics at the server root, when it answers; off: none).
+	Metrics string `yaml:"metrics" doc:"Prometheus URL for concurrency: auto; left out: /metrics at the server root when it answers; off: none"`
 }
 
 func init() {
-	registry.Register(registry.API[Options]{Name: "openai", NeedsURLs: true, New: newClient})
+	registry.Register(registry.API[Options]{Name: "openai", NeedsURLs: true,
+		Summary: "an OpenAI-compatible server (vLLM, SGLang's /v1, OpenRouter): chat completions, or token ids to /v1/completions", New: newClient})
 }
 
 func newClient(srv pool.Server, o *Options) (*registry.Client, error) {

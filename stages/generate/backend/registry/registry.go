@@ -18,13 +18,13 @@ import (
 type API[O any] struct {
 	// Name is what an endpoint's `api:` says.
 	Name string
+	// Summary says in a line what the API is, for `eaglet kinds`.
+	Summary string
 	// NeedsURLs is set for an API served over HTTP.
 	NeedsURLs bool
-	// Defaults are the options before the endpoint's `options:` are
-	// decoded over them.
-	Defaults O
 	// New builds the endpoint's client from its server (URLs, key,
-	// headers, model and the pool it shares) and decoded options.
+	// headers, model and the pool it shares) and decoded options, with the
+	// defaults O's `default` tags declare filled in.
 	New func(srv pool.Server, o *O) (*Client, error)
 }
 
@@ -67,16 +67,16 @@ func Register[O any](a API[O]) {
 	if a.Name == "" || a.New == nil {
 		panic("registry: Register needs Name and New")
 	}
-	fresh := func() *O { o := a.Defaults; return &o }
-	specs.RegisterAPI(specs.API{Name: a.Name, NeedsURLs: a.NeedsURLs, Options: func() any { return fresh() }})
+	specs.CheckDefaults[O]()
+	specs.RegisterAPI(specs.API{Name: a.Name, Summary: a.Summary, NeedsURLs: a.NeedsURLs, Options: func() any { return new(O) }})
 	mu.Lock()
 	defer mu.Unlock()
 	builds[a.Name] = func(spec *specs.Spec, ep *specs.Endpoint, srv pool.Server) (*Client, error) {
-		o := fresh()
+		o := new(O)
 		if err := spec.Decode(ep.Options, o); err != nil {
 			return nil, err
 		}
-		c, err := a.New(srv, o)
+		c, err := a.New(srv, specs.WithDefaults(o))
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}

@@ -10,14 +10,15 @@ import (
 )
 
 type fakeOptions struct {
-	Level int `yaml:"level"`
+	Level int `yaml:"level" default:"3"`
 }
 
 // TestRegister: an API registers once, is known to spec checks with its
-// options, and builds from its defaults with the endpoint's options over them.
+// options, and builds with the endpoint's options, its declared defaults
+// filling those left out.
 func TestRegister(t *testing.T) {
 	var got fakeOptions
-	registry.Register(registry.API[fakeOptions]{Name: "fake", NeedsURLs: true, Defaults: fakeOptions{Level: 3},
+	registry.Register(registry.API[fakeOptions]{Name: "fake", NeedsURLs: true,
 		New: func(srv pool.Server, o *fakeOptions) (*registry.Client, error) {
 			got = *o
 			return &registry.Client{Identity: "fake|" + srv.Model}, nil

@@ -9,21 +9,22 @@ import (
 
 // Options are the `options:` of an `api: sglang` endpoint (native /generate).
 type Options struct {
-	Stream bool `yaml:"stream"`
+	Stream bool `yaml:"stream" doc:"stream answers, so the budget sees running answers grow"`
 	// SamplingParams are extra sampling_params sent with every request.
-	SamplingParams map[string]any `yaml:"sampling_params"`
+	SamplingParams map[string]any `yaml:"sampling_params" doc:"extra sampling_params sent with every request"`
 	// StopTokenIDs are end-of-turn ids trimmed from recorded output ids.
-	StopTokenIDs []int `yaml:"stop_token_ids"`
-	// ThinkStart and ThinkEnd delimit inline reasoning (default <think>, </think>).
-	ThinkStart string `yaml:"think_start"`
-	ThinkEnd   string `yaml:"think_end"`
+	StopTokenIDs []int `yaml:"stop_token_ids" doc:"end-of-turn ids trimmed from recorded output ids"`
+	// ThinkStart and ThinkEnd delimit inline reasoning.
+	ThinkStart string `yaml:"think_start" default:"<think>" doc:"opens reasoning written inline in the answer"`
+	ThinkEnd   string `yaml:"think_end" default:"</think>" doc:"closes it"`
 	// Metrics is the server's Prometheus URL for concurrency: auto
-	// (default: /metrics at the server root, when it answers; off: none).
-	Metrics string `yaml:"metrics"`
+	// ("": /metrics at the server root, when it answers; off: none).
+	Metrics string `yaml:"metrics" doc:"Prometheus URL for concurrency: auto; left out: /metrics at the server root when it answers; off: none"`
 }
 
 func init() {
-	registry.Register(registry.API[Options]{Name: "sglang", NeedsURLs: true, New: newClient})
+	registry.Register(registry.API[Options]{Name: "sglang", NeedsURLs: true,
+		Summary: "SGLang's native /generate: token ids from a tokenize stage in, token ids out", New: newClient})
 }
 
 func newClient(srv pool.Server, o *Options) (*registry.Client, error) {

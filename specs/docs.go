@@ -1,15 +1,14 @@
-package stages
+package specs
 
 import (
 	"reflect"
 	"strings"
-
-	"github.com/eaglet-dev/eaglet/specs"
 )
 
-// OptionDoc is one option of a kind as `eaglet kinds` lists it.
+// OptionDoc is one option of a stage kind or an endpoint API as `eaglet
+// kinds` lists it.
 type OptionDoc struct {
-	// Name is the key under the stage's `with:`.
+	// Name is the key under a stage's `with:` or an endpoint's `options:`.
 	Name string
 	// Type is what the value is: string, integer, number, true/false,
 	// expression, record expression, record predicate, list or mapping.
@@ -21,11 +20,14 @@ type OptionDoc struct {
 	Doc string
 }
 
-// Docs lists k's options in the order its options struct declares them,
-// from the struct's yaml, default and doc tags, so the listing cannot drift from
-// what the spec decodes.
-func (k Kind) Docs() []OptionDoc {
-	t := reflect.TypeOf(k.Options()).Elem()
+// OptionDocs lists the options of an options struct (or a pointer to one)
+// in the order it declares them, from its yaml, default and doc tags, so
+// the listing cannot drift from what the spec decodes.
+func OptionDocs(opts any) []OptionDoc {
+	t := reflect.TypeOf(opts)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	var out []OptionDoc
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -33,15 +35,13 @@ func (k Kind) Docs() []OptionDoc {
 		if !f.IsExported() || name == "" || name == "-" {
 			continue
 		}
-		out = append(out, OptionDoc{Name: name, Type: typeName(f.Type, f.Tag.Get("eval")), Default: f.Tag.Get("default"), Doc: f.Tag.Get("doc")})
+		out = append(out, OptionDoc{Name: name, Type: docType(f.Type, f.Tag.Get("eval")), Default: f.Tag.Get("default"), Doc: f.Tag.Get("doc")})
 	}
 	return out
 }
 
-var exprType = reflect.TypeOf(specs.Expr{})
-
-// typeName says what a value of t is, in the words of the spec reference.
-func typeName(t reflect.Type, eval string) string {
+// docType says what a value of t is, in the words of the spec reference.
+func docType(t reflect.Type, eval string) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

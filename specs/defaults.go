@@ -1,19 +1,18 @@
-package stages
+package specs
 
 import (
 	"fmt"
 	"reflect"
 	"strconv"
 	"sync"
-
-	"github.com/eaglet-dev/eaglet/specs"
 )
 
-// defaults are the values a kind's options take when the spec leaves them
-// out, read from their fields' `default` tags: declared beside the field,
-// listed by `eaglet kinds`, and filled in for the kind's constructor. The
-// engine fingerprints the options as the spec wrote them, so declaring a
-// default never reruns a stage.
+// defaults are the values options take when the spec leaves them out,
+// read from their fields' `default` tags: declared beside the field,
+// listed by `eaglet kinds`, and filled in for whoever runs with them (a
+// stage kind's constructor, an endpoint's client). The engine fingerprints
+// a stage's options as the spec wrote them, so declaring a default never
+// reruns a stage.
 type defaults []fieldDefault
 
 type fieldDefault struct {
@@ -22,8 +21,8 @@ type fieldDefault struct {
 }
 
 // parseDefaults reads the `default` tags of an options struct. A tag that
-// does not parse as its field's type panics: a kind's declaration is
-// wrong, and every test that registers it says so.
+// does not parse as its field's type panics: a declaration is wrong, and
+// every test that registers it says so.
 func parseDefaults(t reflect.Type) defaults {
 	var d defaults
 	for i := 0; i < t.NumField(); i++ {
@@ -34,7 +33,7 @@ func parseDefaults(t reflect.Type) defaults {
 		}
 		v, err := parseDefault(f.Type, tag)
 		if err != nil {
-			panic(fmt.Sprintf("stages: %s.%s: default %q: %v", t.Name(), f.Name, tag, err))
+			panic(fmt.Sprintf("specs: %s.%s: default %q: %v", t.Name(), f.Name, tag, err))
 		}
 		d = append(d, fieldDefault{index: i, value: v})
 	}
@@ -53,7 +52,7 @@ func parseDefault(t reflect.Type, s string) (reflect.Value, error) {
 		return p, nil
 	}
 	if t == exprType {
-		e, err := specs.ConstExpr(s)
+		e, err := ConstExpr(s)
 		v.Set(reflect.ValueOf(e))
 		return v, err
 	}
@@ -86,6 +85,10 @@ func parseDefault(t reflect.Type, s string) (reflect.Value, error) {
 
 var defaultsCache sync.Map // reflect.Type -> defaults
 
+// CheckDefaults parses the `default` tags of the options struct O now, so
+// a bad tag fails when a kind or API registers rather than when it runs.
+func CheckDefaults[O any]() { defaultsOf(reflect.TypeFor[O]()) }
+
 func defaultsOf(t reflect.Type) defaults {
 	if d, ok := defaultsCache.Load(t); ok {
 		return d.(defaults)
@@ -96,15 +99,10 @@ func defaultsOf(t reflect.Type) defaults {
 
 // WithDefaults returns a copy of opts with every option the spec left out
 // set to the default its field's `default` tag declares, for a check that
-// must judge the value the stage will run with. Constructors made with
-// Define get such a copy.
+// must judge the value the stage will run with. Stage constructors and
+// endpoint clients get such a copy.
 func WithDefaults[O any](opts *O) *O {
-	return fill(defaultsOf(reflect.TypeFor[O]()), opts)
-}
-
-// fill returns a copy of opts with every option the spec left out set to
-// its default.
-func fill[O any](d defaults, opts *O) *O {
+	d := defaultsOf(reflect.TypeFor[O]())
 	if len(d) == 0 {
 		return opts
 	}
