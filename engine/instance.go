@@ -50,7 +50,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	}
 	if store != nil {
 		inst.Usage = func(ids []string) (stages.Usage, error) { return usage(store, ids) }
-		inst.Store = store
+		inst.Checkpoints = store.Checkpoints(n.ID)
 	}
 	inst.Downstream = func() (*stages.Downstream, error) { return p.downstream(n, shared, dry, store) }
 	st, err := n.Stage.Kind.New(inst)
@@ -147,3 +147,4 @@ func usage(store *state.Store, ids []string) (stages.Usage, error) {
 	}
 	return u, nil
 }
+

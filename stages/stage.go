@@ -13,7 +13,6 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 // Kind describes a registered stage kind.
@@ -60,10 +59,10 @@ type Instance struct {
 	// used so far (for budgets that carry over between runs); nil when
 	// nothing has run.
 	Usage func(ids []string) (Usage, error)
-	// Store is the run's state store, for a kind that checkpoints work of
-	// its own beside its records (handoff's launches); nil when nothing
-	// has run.
-	Store *state.Store
+	// Checkpoints keeps work of the kind's own beside its records
+	// (handoff's launches); nil when there is no store yet (a plan before
+	// any run).
+	Checkpoints Checkpoints
 	// Downstream builds, on first call, the judge of this instance's
 	// output by the record stages that take it next (generate's quota
 	// counts what the filters after it accept). Those run after this
@@ -459,6 +458,18 @@ func Register(k Kind) {
 		panic("stages: Register called twice for kind " + k.Name)
 	}
 	kinds[k.Name] = k
+}
+
+// Checkpoints keeps what a kind records of its own work beside the
+// records the engine stores (a handoff's launch of a command per shard),
+// so a killed run redoes only what did not finish: JSON values under keys
+// the kind chooses, kept for its instance and forgotten by `eaglet reset`.
+type Checkpoints interface {
+	// EachCheckpoint calls fn with every value whose key starts with
+	// prefix, in key order.
+	EachCheckpoint(prefix string, fn func(key string, value []byte) error) error
+	// PutCheckpoint stores value under key, replacing what was there.
+	PutCheckpoint(key string, value []byte) error
 }
 
 // Docs lists k's options with their types, defaults and docs.

@@ -189,7 +189,7 @@ func (s *Store) Reset(ids []string) error {
 		if _, err := tx.Exec(`DELETE FROM instances WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("reset %s: %w", id, err)
 		}
-		if _, err := tx.Exec(`DELETE FROM launches WHERE instance = ?`, id); err != nil {
+		if _, err := tx.Exec(`DELETE FROM checkpoints WHERE instance = ?`, id); err != nil {
 			return fmt.Errorf("reset %s: %w", id, err)
 		}
 	}

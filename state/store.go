@@ -163,6 +163,23 @@ var migrations = []string{
 		spec_fp TEXT NOT NULL,
 		body    TEXT NOT NULL
 	);`,
+	// Checkpoints a stage kind keeps of its own work, as JSON under keys
+	// it chooses, so the store knows no kind's records. A handoff's
+	// launches move here under the keys internal/launch writes
+	// ("launch/" + the shard as nine digits + "/" + the version), with
+	// its record's field names.
+	`CREATE TABLE checkpoints (
+		instance TEXT NOT NULL,
+		key      TEXT NOT NULL,
+		value    TEXT NOT NULL,
+		PRIMARY KEY (instance, key)
+	);
+	INSERT INTO checkpoints SELECT instance, printf('launch/%09d/%s', shard, version),
+		json_object('shard', shard, 'version', version, 'argv_hash', argv_hash, 'started_ns', started_at,
+			'finished_ns', finished_at, 'exit_code', exit_code, 'duration_s', duration, 'log', log,
+			'outputs', json(outputs), 'error', error)
+		FROM launches;
+	DROP TABLE launches;`,
 }
 
 // SchemaVersion is the schema this binary writes.

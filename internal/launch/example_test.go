@@ -29,11 +29,11 @@ func Example() {
 		os.WriteFile(path, []byte("{}\n"), 0o644)
 		job.Shards = append(job.Shards, launch.Shard{Index: i, Path: path, Version: v, Tokens: 100})
 	}
-	if _, err := launch.Run(context.Background(), store, job); err != nil {
+	if _, err := launch.Run(context.Background(), store.Checkpoints(job.Instance), job); err != nil {
 		fmt.Println(err)
 	}
 	job.Shards[1].Version = "b3"
-	plan, _ := launch.Plan(store, job)
+	plan, _ := launch.Plan(store.Checkpoints(job.Instance), job)
 	for _, st := range plan {
 		fmt.Printf("shard %d: launch %v (%s)\n", st.Shard.Index, st.Launch, cmp.Or(st.Reason, "up to date"))
 	}

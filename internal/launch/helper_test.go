@@ -171,6 +171,9 @@ func newFixture(t *testing.T, n int, env map[string]string) *fixture {
 	return f
 }
 
+// cp is the job's instance's checkpoints in the fixture's store.
+func (f *fixture) cp() *state.Checkpoints { return f.store.Checkpoints(f.job.Instance) }
+
 func (f *fixture) openStore(t *testing.T) *state.Store {
 	s, err := state.Open(filepath.Join(f.dir, "state.db"))
 	if err != nil {
@@ -207,7 +210,7 @@ func (f *fixture) calls(t *testing.T) []int {
 // due returns the indexes Plan would launch.
 func (f *fixture) due(t *testing.T) []int {
 	t.Helper()
-	plan, err := Plan(f.store, f.job)
+	plan, err := Plan(f.cp(), f.job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +294,7 @@ func TestDriverProcess(t *testing.T) {
 	}
 	defer s.Close()
 	job := &Job{Instance: dj.Instance, Options: dj.Options, Shards: dj.Shards, Out: dj.Out, LogDir: dj.LogDir, Dir: dj.Dir}
-	if _, err := Run(context.Background(), s, job); err != nil {
+	if _, err := Run(context.Background(), s.Checkpoints(dj.Instance), job); err != nil {
 		t.Fatal(err)
 	}
 }

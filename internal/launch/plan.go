@@ -1,7 +1,7 @@
 // Package launch starts a command per shard of a stage's output (a
 // hidden-state extraction: torchrun, sbatch --wait, kubectl, ray job
 // submit), with a concurrency limit, one log file per shard and each launch
-// checkpointed in the state store, so a rerun launches only the shards that
+// checkpointed beside the stage's records, so a rerun launches only the shards that
 // did not finish, failed, or changed. Commands run in their own process
 // group and die with eaglet (Linux), so a killed eaglet leaves no local
 // child behind.
@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/eaglet-dev/eaglet/state"
+	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // Shard is one unit of a launch: a file and the version of its content.
@@ -33,7 +33,7 @@ type Shard struct {
 
 // Job is a command to launch over a set of shards.
 type Job struct {
-	// Instance keys the launches in the store (the stage instance's ID).
+	// Instance names the stage instance in logs and errors.
 	Instance string
 	// Options are the validated `run:` options.
 	Options *Options
@@ -65,22 +65,22 @@ type Status struct {
 	// Record is the stored launch of the shard's current version: the
 	// last one before a Plan, the one this run made after a Run; nil when
 	// there is none.
-	Record *state.Launch
+	Record *Record
 }
 
 // Plan says which shards a Run would launch and why, without launching:
 // those never launched, changed (a new version or command), whose last
 // launch failed or was cut short by a killed eaglet, or whose outputs are
-// gone. It reads store, which may be a snapshot, or nil when there is no
-// store yet.
-func Plan(store *state.Store, job *Job) ([]Status, error) {
+// gone. It reads the instance's checkpoints, which may be a snapshot's,
+// or nil when there is no store yet.
+func Plan(cp stages.Checkpoints, job *Job) ([]Status, error) {
 	if err := job.validate(); err != nil {
 		return nil, err
 	}
-	var stored []state.Launch
-	if store != nil {
+	var stored []Record
+	if cp != nil {
 		var err error
-		if stored, err = store.Launches(job.Instance); err != nil {
+		if stored, err = records(cp); err != nil {
 			return nil, err
 		}
 	}
@@ -88,7 +88,7 @@ func Plan(store *state.Store, job *Job) ([]Status, error) {
 		shard   int
 		version string
 	}
-	byVersion := map[key]*state.Launch{}
+	byVersion := map[key]*Record{}
 	versions := map[int][]string{}
 	for i := range stored {
 		l := &stored[i]
@@ -110,7 +110,7 @@ func Plan(store *state.Store, job *Job) ([]Status, error) {
 
 // reason says why a shard with last as its stored launch must be launched,
 // or "" when it is up to date.
-func (j *Job) reason(sh Shard, last *state.Launch, others []string) (string, error) {
+func (j *Job) reason(sh Shard, last *Record, others []string) (string, error) {
 	switch {
 	case last == nil && len(others) > 0:
 		return fmt.Sprintf("version changed (%s -> %s)", short(others[len(others)-1]), short(sh.Version)), nil

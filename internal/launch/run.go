@@ -14,11 +14,11 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/eaglet-dev/eaglet/state"
+	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // Run launches the command of every shard Plan says is due, at most
-// Options.Concurrency at once, and checkpoints each launch in store when
+// Options.Concurrency at once, and checkpoints each launch in cp when
 // it starts and when it ends. It returns every shard's status in order,
 // and an error listing the shards whose command failed (with their log
 // files) so the caller's stage fails and the next run retries them.
@@ -27,8 +27,8 @@ import (
 // commands are waited for (on_interrupt: wait) or sent SIGTERM, then
 // SIGKILL after the grace period (stop, the default), and the error wraps
 // ctx.Err(). A stopped shard is launched again by the next run.
-func Run(ctx context.Context, store *state.Store, job *Job) ([]Status, error) {
-	statuses, err := Plan(store, job)
+func Run(ctx context.Context, cp stages.Checkpoints, job *Job) ([]Status, error) {
+	statuses, err := Plan(cp, job)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func Run(ctx context.Context, store *state.Store, job *Job) ([]Status, error) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			rec, err := job.launch(ctx, store, st.Shard)
+			rec, err := job.launch(ctx, cp, st.Shard)
 			if rec != nil {
 				st.Record = rec
 			}
@@ -93,7 +93,7 @@ func acquire(ctx context.Context, slots chan struct{}) bool {
 // launch runs one shard's command to its end and records it. The record is
 // stored as started before the process exists, so a kill at any point
 // leaves either no process or a launch the next run repeats.
-func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.Launch, error) {
+func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard) (*Record, error) {
 	argv, err := j.argv(sh)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.
 	if err != nil {
 		return nil, err
 	}
-	rec := &state.Launch{Instance: j.Instance, Shard: sh.Index, Version: sh.Version, ArgvHash: j.hash(argv),
+	rec := &Record{Shard: sh.Index, Version: sh.Version, ArgvHash: j.hash(argv),
 		StartedAt: time.Now().Round(0), ExitCode: -1, Log: logPath}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -115,8 +115,8 @@ func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.
 	defer logf.Close()
 	fmt.Fprintf(logf, "=== eaglet %s: shard %d (version %s) launched %s: %s\n", j.Instance, sh.Index, short(sh.Version),
 		rec.StartedAt.Format(time.RFC3339), j.redact(strings.Join(argv, " ")))
-	if err := store.PutLaunch(rec); err != nil {
-		return nil, err
+	if err := rec.save(cp); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", j.Instance, err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = j.Dir
@@ -140,8 +140,8 @@ func (j *Job) launch(ctx context.Context, store *state.Store, sh Shard) (*state.
 		}
 	}
 	fmt.Fprintf(logf, "=== eaglet %s: shard %d ended after %s: %s\n", j.Instance, sh.Index, round(rec.Duration), outcome(rec))
-	if err := store.PutLaunch(rec); err != nil {
-		return rec, err
+	if err := rec.save(cp); err != nil {
+		return rec, fmt.Errorf("launch %s: %w", j.Instance, err)
 	}
 	j.log("shard %d: %s after %s", sh.Index, outcome(rec), round(rec.Duration))
 	if rec.Error != "" {
@@ -210,7 +210,7 @@ func round(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
-func outcome(rec *state.Launch) string {
+func outcome(rec *Record) string {
 	switch {
 	case rec.OK() && len(rec.Outputs) > 0:
 		return fmt.Sprintf("done, %d outputs", len(rec.Outputs))

@@ -27,7 +27,7 @@ func TestRun_AllShardsWithinConcurrency(t *testing.T) {
 			t.Errorf("Plan without a store: shard %d: %+v", st.Shard.Index, st)
 		}
 	}
-	statuses, err := Run(context.Background(), f.store, f.job)
+	statuses, err := Run(context.Background(), f.cp(), f.job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestRun_AllShardsWithinConcurrency(t *testing.T) {
 	if got := maxOverlap(readTimes(t, filepath.Join(f.dir, "out", "times"))); got != 2 {
 		t.Errorf("at most %d commands ran at once; want 2, the concurrency", got)
 	}
-	stored, err := f.store.Launches("handoff")
+	stored, err := records(f.cp())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestRun_AllShardsWithinConcurrency(t *testing.T) {
 
 func TestRun_RerunLaunchesOnlyWhatDidNotSucceed(t *testing.T) {
 	f := newFixture(t, 4, map[string]string{"FAKE_FAIL": "1", "FAKE_NOOUT": "3"})
-	statuses, err := Run(context.Background(), f.store, f.job)
+	statuses, err := Run(context.Background(), f.cp(), f.job)
 	if err == nil {
 		t.Fatal("Run with failing shards returned no error")
 	}
@@ -86,7 +86,7 @@ func TestRun_RerunLaunchesOnlyWhatDidNotSucceed(t *testing.T) {
 	if rec := statuses[1].Record; rec.ExitCode != 3 || rec.OK() {
 		t.Errorf("failed shard recorded as %+v", rec)
 	}
-	plan, err := Plan(f.store, f.job)
+	plan, err := Plan(f.cp(), f.job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestRun_RerunLaunchesOnlyWhatDidNotSucceed(t *testing.T) {
 	}
 	delete(f.job.Options.Env, "FAKE_FAIL")
 	delete(f.job.Options.Env, "FAKE_NOOUT")
-	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 2, 1, 2}) {
@@ -112,11 +112,11 @@ func TestRun_RerunLaunchesOnlyWhatDidNotSucceed(t *testing.T) {
 	if err := os.Remove(filepath.Join(f.dir, "out", "hs_2_v1-2.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if plan, _ := Plan(f.store, f.job); plan[2].Reason != "outputs gone: nothing matches out/hs_{index}_{version}.txt" || plan[0].Launch {
+	if plan, _ := Plan(f.cp(), f.job); plan[2].Reason != "outputs gone: nothing matches out/hs_{index}_{version}.txt" || plan[0].Launch {
 		t.Errorf("after deleting shard 2's output, Plan says %+v", plan)
 	}
 	f.job.Options.Argv = append(f.job.Options.Argv, "-count", "9")
-	for _, st := range must(Plan(f.store, f.job)) {
+	for _, st := range must(Plan(f.cp(), f.job)) {
 		if st.Shard.Index != 2 && st.Reason != "command changed" {
 			t.Errorf("after a command change, shard %d: %q", st.Shard.Index, st.Reason)
 		}
@@ -125,15 +125,15 @@ func TestRun_RerunLaunchesOnlyWhatDidNotSucceed(t *testing.T) {
 
 func TestRun_ChangedVersionRelaunchesThatShardOnly(t *testing.T) {
 	f := newFixture(t, 3, nil)
-	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
 		t.Fatal(err)
 	}
 	f.job.Shards[1] = f.writeShard(t, 1, "v2")
-	plan := must(Plan(f.store, f.job))
+	plan := must(Plan(f.cp(), f.job))
 	if plan[1].Reason != "version changed (v1-1 -> v2-1)" || plan[0].Launch || plan[2].Launch {
 		t.Fatalf("Plan after a version change: %+v", plan)
 	}
-	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 2, 1}) {
@@ -144,7 +144,7 @@ func TestRun_ChangedVersionRelaunchesThatShardOnly(t *testing.T) {
 			t.Errorf("output of a version: %v", err)
 		}
 	}
-	stored := must(f.store.Launches("handoff"))
+	stored := must(records(f.cp()))
 	var versions []string
 	for _, l := range stored {
 		if l.Shard == 1 {
@@ -179,7 +179,7 @@ func TestRun_Interrupted(t *testing.T) {
 				f.waitStarted(t, 0, 1)
 				cancel()
 			}()
-			statuses, err := Run(ctx, f.store, f.job)
+			statuses, err := Run(ctx, f.cp(), f.job)
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Run after Ctrl-C: %v; want context.Canceled", err)
 			}
@@ -255,14 +255,14 @@ func TestRun_ParentKilled(t *testing.T) {
 		}
 		t.Fatalf("commands outlived their killed parent: %v", pids)
 	}
-	plan := must(Plan(f.store, f.job))
+	plan := must(Plan(f.cp(), f.job))
 	for _, st := range plan[2:] {
 		if !strings.Contains(st.Reason, "but eaglet stopped before it ended") {
 			t.Errorf("shard %d after the kill: %q", st.Shard.Index, st.Reason)
 		}
 	}
 	f.job.Options.Env["FAKE_SLEEP"] = ""
-	if _, err := Run(context.Background(), f.store, f.job); err != nil {
+	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 1, 2, 2}) {
@@ -290,7 +290,7 @@ func TestRun_SecretsStayOut(t *testing.T) {
 	f.job.Log = func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
 	argv := f.job.Options.Argv
 	f.job.Options.Argv = append(slices.Clone(argv), "-token", secret)
-	statuses, err := Run(context.Background(), f.store, f.job)
+	statuses, err := Run(context.Background(), f.cp(), f.job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,12 +336,12 @@ func TestPlan_BadJob(t *testing.T) {
 	defer s.Close()
 	// A finished launch makes Plan expand the command, where a bad
 	// placeholder is found.
-	if err := s.PutLaunch(&state.Launch{Instance: "h", Version: "a", StartedAt: time.Now(), FinishedAt: time.Now(), ExitCode: 0}); err != nil {
+	if err := (&Record{Version: "a", StartedAt: time.Now(), FinishedAt: time.Now(), ExitCode: 0}).save(s.Checkpoints("h")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Plan(s, &tt.job); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			if _, err := Plan(s.Checkpoints("h"), &tt.job); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("Plan: %v; want %q", err, tt.want)
 			}
 		})

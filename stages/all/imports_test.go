@@ -61,3 +61,27 @@ func TestKindsImportNoOtherKind(t *testing.T) {
 		}
 	}
 }
+
+// TestContractImportsNoStore keeps package stages, the contract between
+// the engine and the kinds, free of the store: a kind checkpoints its own
+// work through stages.Checkpoints, never through state's types.
+func TestContractImportsNoStore(t *testing.T) {
+	files, err := filepath.Glob("../*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in package stages: %v", err)
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"state" || p == module+"engine" {
+				t.Errorf("%s imports %s; the contract names no store or engine type", path, p)
+			}
+		}
+	}
+}

@@ -351,7 +351,7 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 // on_interrupt says); a failed shard fails the stage, so the next run
 // launches it again.
 func (h *Handoff) launch(ctx context.Context, v *version) error {
-	if h.inst.Store == nil {
+	if h.inst.Checkpoints == nil {
 		return fmt.Errorf("handoff %s: no state store to checkpoint launches in", h.inst.ID)
 	}
 	job := &launch.Job{Instance: h.inst.ID, Options: h.opts.Run, Out: v.dir, Manifest: filepath.Join(v.dir, "manifest.json"),
@@ -368,7 +368,7 @@ func (h *Handoff) launch(ctx context.Context, v *version) error {
 		case <-lctx.Done():
 		}
 	}()
-	statuses, err := launch.Run(lctx, h.inst.Store, job)
+	statuses, err := launch.Run(lctx, h.inst.Checkpoints, job)
 	launched, current := 0, 0
 	for _, st := range statuses {
 		if st.Launch {
