@@ -147,4 +147,3 @@ func usage(store *state.Store, ids []string) (stages.Usage, error) {
 	}
 	return u, nil
 }
-
