@@ -166,7 +166,11 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		}
 	}
 	inherit(spec, st, opts)
-	format := specs.WithDefaults(opts).Format
+	// The format is fingerprinted as it runs, defaulted: it decides every
+	// file written, and stores made before defaults were declared by tag
+	// hold it so.
+	opts.Format = specs.WithDefaults(opts).Format
+	format := opts.Format
 	needsIDs := format == FormatSpeculators || format == FormatSpecForgeText
 	if needsIDs && opts.Tokenizer == "" {
 		bad(st.Pos, "format %s needs the target's tokenizer and chat template: add a tokenize stage upstream, or `tokenizer:` (the target's model directory) to the handoff", format)
