@@ -20,6 +20,9 @@ type prepared struct {
 	fp          string
 	config      string
 	concurrency int
+	// reuseAtDispatch makes each record of an item stage look for an
+	// answer to reuse when it is dispatched (see runMapper).
+	reuseAtDispatch bool
 }
 
 // prepare resolves a node's instance-level expressions against what is

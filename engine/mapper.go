@@ -65,7 +65,16 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		}
 	}
 	costly, isCostly := st.(stages.Costly)
-	lookForReuse := isCostly && !force && !(settled && r.quietSince(n, prev.Stats.Settled))
+	quiet := settled && r.quietSince(n, prev.Stats.Settled)
+	// Settled but not quiet: another instance ran since this one last
+	// looked for answers to reuse (a run of several datasets killed, or a
+	// sibling that finished after this one started), so only answers it
+	// stored since can be new. Each record looks when it is dispatched,
+	// one indexed probe beside its request, rather than all pending
+	// records before the first request (a million probes and a count).
+	// Plan looks for all of them, for its figures.
+	pr.reuseAtDispatch = isCostly && !force && settled && !quiet && !r.opts.Dry
+	lookForReuse := isCostly && !force && !quiet && !pr.reuseAtDispatch
 	// Counting what is pending reads every input record (seconds at a
 	// million): done when plan needs the figures, when answers may be
 	// reused, or when the instance may be up to date; a resumed run counts
@@ -120,8 +129,13 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	}
 	// From here every pending record has been looked for among earlier
 	// answers and the outcomes match the input: a next run that finds
-	// neither changed starts dispatching at once.
+	// neither changed starts dispatching at once. Records that look when
+	// dispatched have not all looked yet: the time of the last complete
+	// look stands, so a next run looks again for what this one leaves.
 	running.InputDigest, running.Stats.Settled = digest, started.UnixNano()
+	if pr.reuseAtDispatch {
+		running.Stats.Settled = prev.Stats.Settled
+	}
 	if err := r.store.PutInstance(running); err != nil {
 		return r.fail(n, err)
 	}
@@ -353,7 +367,7 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 // processOnce leads a flight: an answer committed since the run began
 // (by another instance whose flight is over) is reused, else it asks.
 func (r *runner) processOnce(ctx context.Context, pr *prepared, c stages.Costly, st stages.Mapper, row state.Row, rec *conv.Record, it state.Item) outcome {
-	if !r.flights.shared(pr.fp) {
+	if !r.flights.shared(pr.fp) && !pr.reuseAtDispatch {
 		// No other instance of the run answers under this fingerprint:
 		// the store was searched before dispatch, and only this
 		// instance adds to it since.

@@ -27,7 +27,8 @@ import (
 // first request: a store holding 1,000,000 loaded prompts of which 10% were
 // answered before the run was killed, built by bulk inserts rather than by
 // loading. It reports the seconds from Run to the first generation request
-// the server receives. EAGLET_BENCH_RESUME sets the prompts and
+// the server receives, and the same when another dataset's instance was
+// killed running beside it (beside-running-s). EAGLET_BENCH_RESUME sets the prompts and
 // EAGLET_BENCH_RESUME_DONE the fraction done (default 0.1):
 //
 //	go test ./stages/generate -run '^$' -bench Resume -benchtime 1x
@@ -62,11 +63,13 @@ func BenchmarkGenerate_Resume(b *testing.B) {
 	b.Cleanup(func() { hs.Close(); srv.Close() })
 
 	writePrompts(b, filepath.Join(dir, "prompts.jsonl"), 4)
+	writePromptsAbout(b, filepath.Join(dir, "other.jsonl"), 4, "topic")
 	spec := fmt.Sprintf(`version: 1
 name: resume
 state: state.db
 datasets:
   d: {source: prompts.jsonl}
+  e: {source: other.jsonl}
 endpoints:
   sim: {api: openai, urls: ["%s/v1"], concurrency: 64}
 stages:
@@ -110,6 +113,22 @@ stages:
 	for b.Loop() {
 		total += resume()
 	}
+	// A run of several datasets killed: e's instance was running too, so
+	// answers d could reuse may have been stored since d last looked.
+	killed := func(id string) {
+		in, err := store.GetInstance(id)
+		if err != nil || in == nil {
+			b.Fatalf("%s: %v", id, err)
+		}
+		in.Status = "running"
+		if err := store.PutInstance(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	killed("generate[d]")
+	killed("generate[e]")
+	beside := resume()
+	b.ReportMetric(beside.Seconds(), "beside-running-s")
 	b.ReportMetric(firstResume.Seconds(), "first-resume-s")
 	b.ReportMetric(total.Seconds()/float64(b.N), "to-first-request-s")
 }
