@@ -58,14 +58,28 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "running_pid": state.Holder(p.Spec.State), "instances": rows})
 	}
-	if store == nil {
+	switch {
+	case store == nil:
 		fmt.Fprintf(env.stdout, "%s has not run yet (no state at %s)\n", p.Spec.Name, p.Spec.State)
+	case neverRan(rows):
+		fmt.Fprintf(env.stdout, "%s has not run yet (%s holds only what `eaglet plan` saved)\n", p.Spec.Name, p.Spec.State)
 	}
 	if pid := state.Holder(p.Spec.State); pid != 0 {
 		fmt.Fprintf(env.stdout, "a run is in progress (pid %d); figures are what it has committed so far\n", pid)
 	}
 	printStatus(env.stdout, p, rows)
 	return nil
+}
+
+// neverRan reports whether no instance has run: a store `plan` made
+// before any run holds only its figures.
+func neverRan(rows []instanceStatus) bool {
+	for _, r := range rows {
+		if r.State != engine.NotRun {
+			return false
+		}
+	}
+	return true
 }
 
 // collectStatus reads every instance's figures from the store (nil: not
