@@ -65,25 +65,30 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		}
 	}
 	costly, isCostly := st.(stages.Costly)
+	rationed, _ := st.(stages.Rationed)
+	// Answers to reuse: none can be new when no other instance ran since
+	// this one last looked (quiet). Otherwise (a first run, a changed
+	// input, a run of several datasets killed, a sibling that finished
+	// after this one started) each record looks when it is dispatched,
+	// one indexed probe beside its request, rather than every pending
+	// record before the first request: that and counting the input take
+	// seconds at a million. A rationed stage (a budget) and plan look for
+	// all of them first: the budget must keep what is paid for before it
+	// spends on new requests, and plan shows the figures.
 	quiet := settled && r.quietSince(n, prev.Stats.Settled)
-	// Settled but not quiet: another instance ran since this one last
-	// looked for answers to reuse (a run of several datasets killed, or a
-	// sibling that finished after this one started), so only answers it
-	// stored since can be new. Each record looks when it is dispatched,
-	// one indexed probe beside its request, rather than all pending
-	// records before the first request (a million probes and a count).
-	// Plan looks for all of them, for its figures.
-	pr.reuseAtDispatch = isCostly && !force && settled && !quiet && !r.opts.Dry
-	lookForReuse := isCostly && !force && !quiet && !pr.reuseAtDispatch
-	// Counting what is pending reads every input record (seconds at a
-	// million): done when plan needs the figures, when answers may be
-	// reused, or when the instance may be up to date; a resumed run counts
-	// for its progress display while it dispatches.
-	counted := r.opts.Dry || !settled || lookForReuse || prev.Status == state.StatusDone
+	lookForReuse := isCostly && !force && !quiet && (r.opts.Dry || rationed != nil && rationed.Rationed())
+	pr.reuseAtDispatch = isCostly && !force && !quiet && !lookForReuse
+	// Counting what is pending from the input reads every input record
+	// (seconds at a million): done when plan needs the figures or answers
+	// are looked for. Otherwise the outcomes now match the input, so it is
+	// counted from them: at once when the instance may be up to date, in
+	// the background while it dispatches when it was stopped.
+	doneBefore := prev != nil && prev.Status == state.StatusDone
+	counted := r.opts.Dry || lookForReuse || doneBefore || !settled && !isCostly
 	var todo state.Pending
 	var countLater func() ([]state.Count, error)
 	switch {
-	case !settled || lookForReuse:
+	case lookForReuse || !settled && (r.opts.Dry || !isCostly):
 		todo, err = r.store.CountPending(n.ID, upstream, pr.fp)
 	case counted:
 		todo.Records, err = r.pendingSettled(n.ID, total)
@@ -134,7 +139,10 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	// look stands, so a next run looks again for what this one leaves.
 	running.InputDigest, running.Stats.Settled = digest, started.UnixNano()
 	if pr.reuseAtDispatch {
-		running.Stats.Settled = prev.Stats.Settled
+		running.Stats.Settled = 0
+		if prev != nil {
+			running.Stats.Settled = prev.Stats.Settled
+		}
 	}
 	if err := r.store.PutInstance(running); err != nil {
 		return r.fail(n, err)

@@ -140,6 +140,15 @@ type Costly interface {
 	Reuse(out *conv.Record) (Outcome, error)
 }
 
+// Rationed is implemented by a Costly stage whose Reuse may leave an
+// answer found again out (a spent budget, a reached target). The engine
+// then keeps every answer it can find again before it sends a request, so
+// a limit spent on new requests never leaves out an answer already paid
+// for; other Costly stages have each record look when it is dispatched.
+type Rationed interface {
+	Rationed() bool
+}
+
 // Concurrenter is implemented by Mappers whose natural concurrency is not
 // the engine's default (generate takes its endpoint's).
 type Concurrenter interface {

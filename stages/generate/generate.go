@@ -56,6 +56,7 @@ var (
 	_ stages.Prioritizer   = (*Generate)(nil)
 	_ stages.Fingerprinter = (*Generate)(nil)
 	_ stages.Costly        = (*Generate)(nil)
+	_ stages.Rationed      = (*Generate)(nil)
 	_ stages.Spender       = (*Generate)(nil)
 	_ stages.Estimator     = (*Generate)(nil)
 )
@@ -155,6 +156,10 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 	g.budget = v.(*budget)
 	return nil
 }
+
+// Rationed reports a budget or a target: either may leave out an answer
+// found again once it is spent or reached.
+func (g *Generate) Rationed() bool { return g.opts.Budget != nil || g.opts.Target != nil }
 
 // Reuse keeps an answer the engine found again (same prompt content and
 // options) if the budget has room for it, as if generated now.

@@ -51,8 +51,8 @@ stages:
 		t.Fatalf("first run: %v; want it interrupted", err)
 	}
 	gen, err := store.GetInstance("generate[d]")
-	if err != nil || gen == nil || gen.Status != "running" || gen.InputDigest == "" || gen.Stats.Settled == 0 {
-		t.Fatalf("after the stop generate[d] is %+v (%v); want it running, matched and settled", gen, err)
+	if err != nil || gen == nil || gen.Status != "running" || gen.InputDigest == "" {
+		t.Fatalf("after the stop generate[d] is %+v (%v); want it running, its outcomes matched to its input", gen, err)
 	}
 	counts, err := store.Counts("generate[d]")
 	if err != nil {
