@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -247,43 +248,52 @@ func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []
 }
 
 // EachOrdered calls fn for the live, done output of one instance in Ord
-// order; only rows with a nonzero Ord are ordered output.
+// order; only rows with a nonzero Ord are ordered output. It reads the
+// rows in key order, the order a BatchWriter stored them in, and sorts
+// them (spilling to temporary files beyond sortMemory): walking an index
+// in Ord order instead read every row, and the row with its data, from a
+// random page.
 func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error) error {
-	var lastOrd uint64
-	lastKey := ""
-	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.ord != 0 AND u.live = 1
-		AND u.status = 0 AND (u.ord, u.key) > (?, ?) ORDER BY u.ord, u.key LIMIT ?`
+	byOrd := newSorter(filepath.Dir(s.path), s.sortBufs, true)
+	defer byOrd.close()
+	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.live = 1
+		AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
+	last := ""
 	for {
-		rows, err := s.r.QueryContext(ctx, q, inst, int64(lastOrd), lastKey, pageSize)
+		rows, err := s.r.QueryContext(ctx, q, inst, last, pageSize)
 		if err != nil {
 			return err
 		}
-		var batch []Row
-		var ords []uint64
+		n := 0
 		for rows.Next() {
-			var r Row
+			var it Item
 			var ord int64
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash, &ord); err != nil {
+			if err := rows.Scan(&it.Key, &it.OutHash, &it.Origin, &it.Data, &it.Chash, &ord); err != nil {
 				rows.Close()
 				return err
 			}
-			batch = append(batch, r)
-			ords = append(ords, uint64(ord))
+			n++
+			last = it.Key
+			if ord == 0 {
+				continue // tested here, not in SQL, lest SQLite walk a partial index by ord
+			}
+			it.Ord = uint64(ord)
+			if err := byOrd.add(&it); err != nil {
+				rows.Close()
+				return err
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for i, r := range batch {
-			lastOrd, lastKey = ords[i], r.Key
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(batch) < pageSize {
-			return nil
+		if n < pageSize {
+			break
 		}
 	}
+	return byOrd.each(func(it *Item) error {
+		return fn(Row{Key: it.Key, Hash: it.OutHash, Origin: it.Origin, Data: it.Data, Chash: it.Chash})
+	})
 }
 
 // Collapse is a number of records of one instance that a reader of
@@ -549,10 +559,17 @@ func (s *Store) prepareUpserts() error {
 // output aside, under a staging instance, in short transactions, so a long
 // load, cap or merge never holds the store's one writer for more than a
 // commit batch and other datasets keep committing; Commit then swaps it in.
+//
+// Records are written in key order whatever order the stage puts them in
+// (sorted aside, through temporary files beyond sortMemory): the key index
+// then grows at its end instead of taking every record on a random page,
+// and since rows are stored in the order written, the readers that go by
+// key (EachOutput, and the join of a pass-through row to the row with its
+// data) read the table front to back.
 type BatchWriter struct {
 	s             *Store
 	inst, staging string
-	buf           []Item
+	sorted        *sorter
 }
 
 // stagingPrefix marks the instance a batch stage's next output is written
@@ -571,7 +588,7 @@ const swapChunk = 5000
 // caller marks it unfinished first, so a crash half-way is made again, and
 // the next BeginBatch, finding rows, stages as usual.
 func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
-	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst}
+	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst, sorted: s.byKey()}
 	if err := s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging); err != nil {
 		return nil, fmt.Errorf("replace %s: clear an unfinished output: %w", inst, err)
 	}
@@ -583,6 +600,11 @@ func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
 		b.staging = inst
 	}
 	return b, nil
+}
+
+// byKey is a sorter of items by key.
+func (s *Store) byKey() *sorter {
+	return newSorter(filepath.Dir(s.path), s.sortBufs, false)
 }
 
 // chunked runs a statement over at most swapChunk rows at a time, each in
@@ -606,29 +628,46 @@ func (s *Store) chunked(q string, first ...any) error {
 // of chunk, so no transaction prepares a statement of its own for a tail.
 const batchFlush = 4 * chunk
 
-// Put adds one output record.
+// Put adds one output record. Of records put with the same key, the first
+// is kept.
 func (b *BatchWriter) Put(it Item) error {
-	b.buf = append(b.buf, it)
-	if len(b.buf) >= batchFlush {
-		return b.flush()
-	}
-	return nil
+	return b.sorted.add(&it)
 }
 
+// flush writes what was put so far, in key order, a transaction per
+// batchFlush records.
 func (b *BatchWriter) flush() error {
-	if len(b.buf) == 0 {
+	buf := make([]Item, 0, batchFlush)
+	write := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		tx, err := b.s.w.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := b.s.putItems(tx, b.staging, buf, true); err != nil {
+			return err
+		}
+		buf = buf[:0]
+		return tx.Commit()
+	}
+	last, first := "", true
+	err := b.sorted.each(func(it *Item) error {
+		if !first && it.Key == last {
+			return nil // the first put of a key wins
+		}
+		last, first = it.Key, false
+		if buf = append(buf, *it); len(buf) == batchFlush {
+			return write()
+		}
 		return nil
-	}
-	tx, err := b.s.w.Begin()
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("replace %s: %w", b.inst, err)
 	}
-	defer tx.Rollback()
-	if err := b.s.putItems(tx, b.staging, b.buf, true); err != nil {
-		return err
-	}
-	b.buf = b.buf[:0]
-	return tx.Commit()
+	return write()
 }
 
 // Live counts the distinct records written so far (a key put twice counts once).
@@ -666,7 +705,7 @@ func (b *BatchWriter) Commit(s *Store, in *Instance) error {
 
 // Rollback abandons the new output.
 func (b *BatchWriter) Rollback() {
-	b.buf = nil
+	b.sorted.close()
 	b.s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging)
 }
 

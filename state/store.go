@@ -180,6 +180,9 @@ var migrations = []string{
 			'outputs', json(outputs), 'error', error)
 		FROM launches;
 	DROP TABLE launches;`,
+	// EachOrdered sorts an instance's rows read in key order: the index by
+	// ord is no longer read, and every shuffled row put it on a random page.
+	`DROP INDEX items_ord;`,
 }
 
 // SchemaVersion is the schema this binary writes.
@@ -210,6 +213,9 @@ type Store struct {
 	// upsert holds the writer's prepared upserts of a full chunk, by
 	// firstWins (prepareUpserts).
 	upsert map[bool]*sql.Stmt
+	// sortBufs holds the buffers of sorts, each of sortMemory bytes (but
+	// in tests) before it spills to temporary files beside the store.
+	sortBufs *sortBufs
 }
 
 // Open opens (creating if needed) the store at path and migrates it.
@@ -232,7 +238,7 @@ func Open(path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	s := &Store{path: path, w: w, upsert: map[bool]*sql.Stmt{}}
+	s := &Store{path: path, w: w, upsert: map[bool]*sql.Stmt{}, sortBufs: newSortBufs(sortMemory)}
 	if err := s.migrate(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
