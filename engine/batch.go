@@ -187,6 +187,11 @@ func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) err
 	return in.store.EachOutput(ctx, in.ids, in.visit(fn))
 }
 
+// EachKey is Each showing keys alone (stages.KeyInput).
+func (in *storeInput) EachKey(ctx context.Context, fn func(key string) error) error {
+	return in.store.EachOutputKey(ctx, in.ids, fn)
+}
+
 // EachCopy is Each showing every copy of a key that several needs hold
 // (stages.CopyInput).
 func (in *storeInput) EachCopy(ctx context.Context, fn func(*conv.Record) error) error {

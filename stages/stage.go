@@ -219,6 +219,13 @@ type CopyInput interface {
 	EachCopy(ctx context.Context, fn func(*conv.Record) error) error
 }
 
+// KeyInput is implemented by Inputs that can show the keys of their
+// records alone, as Each would visit them, without reading the records;
+// for a stage that chooses by key (cap ranks by a hash of it).
+type KeyInput interface {
+	EachKey(ctx context.Context, fn func(key string) error) error
+}
+
 // Output receives a Batch stage's results.
 type Output interface {
 	// Emit stores a new or changed record.

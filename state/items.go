@@ -139,6 +139,49 @@ func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row)
 	return s.page(ctx, q, func(last string) []any { return join(fromArgs, []any{last, pageSize}) }, fn)
 }
 
+// EachOutputKey calls fn with the key of every record EachOutput visits,
+// in the same order, reading neither the records nor their origin rows.
+func (s *Store) EachOutputKey(ctx context.Context, instances []string, fn func(key string) error) error {
+	if len(instances) == 0 {
+		return nil
+	}
+	from, fromArgs := fromInstances("", instances)
+	q := `SELECT key FROM items WHERE ` + from + ` AND live = 1 AND status = 0 AND key > ?
+		ORDER BY key, instance LIMIT ?`
+	last := ""
+	for {
+		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{last, pageSize * 10})...)
+		if err != nil {
+			return err
+		}
+		var keys []string
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return err
+			}
+			keys = append(keys, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if k == last {
+				continue // another instance's copy
+			}
+			last = k
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		if len(keys) < pageSize*10 {
+			return nil
+		}
+	}
+}
+
 // EachCopy is EachOutput showing every copy of a key that several of the
 // instances hold (the same conversation in two datasets), in key order and
 // then in the order of instance names, for a stage that chooses between
@@ -407,9 +450,7 @@ func (s *Store) byKeyRange(inst string, fn func(tx *sql.Tx, from, to string) err
 
 // upsertSQL inserts n rows in one statement: one cgo call per chunk rather
 // than per row is most of the store's write speed.
-// With firstWins, a row already live (written earlier in the same batch) is
-// kept: a batch stage that emits a key twice stores it once.
-func upsertSQL(n int, firstWins bool) string {
+func upsertSQL(n int) string {
 	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated,
@@ -421,7 +462,20 @@ func upsertSQL(n int, firstWins bool) string {
 	attempts = attempts + 1, updated = excluded.updated, chash = excluded.chash, in_chash = excluded.in_chash,
 	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries, dataset = excluded.dataset,
 	finish = excluded.finish, sent_ms = excluded.sent_ms, first_ms = excluded.first_ms, done_ms = excluded.done_ms,
-	url = excluded.url` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
+	url = excluded.url`
+}
+
+// batchInsertSQL inserts n rows of a batch stage's output in one
+// statement, binding only the columns such a row fills (the rest keep
+// their defaults): the driver binds each parameter with a call into C,
+// and binding all 24 was most of the cost of writing a batch stage.
+// The instance and the time, the same for every row, are bound once
+// (?1, ?2). A key already written is kept: the first put wins.
+func batchInsertSQL(n int) string {
+	const row = "(?1, ?2, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+	return `INSERT INTO items (instance, updated, key, status, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, chash, dataset)
+	VALUES ` + rows + ` ON CONFLICT (instance, key) DO NOTHING`
 }
 
 const chunk = 128
@@ -437,7 +491,7 @@ func (s *Store) Commit(inst string, items []Item) error {
 	if err := keepSuperseded(tx, inst, items); err != nil {
 		return err
 	}
-	if err := s.putItems(tx, inst, items, false); err != nil {
+	if err := s.putItems(tx, inst, items); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -513,7 +567,7 @@ func (s *Store) ReusableOutcome(ctx context.Context, fp, inChash string) (*Reusa
 	return &r, nil
 }
 
-func (s *Store) putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
+func (s *Store) putItems(tx *sql.Tx, inst string, items []Item) error {
 	now := time.Now().UnixNano()
 	vals := make([]any, 0, chunk*24)
 	for len(items) > 0 {
@@ -526,9 +580,9 @@ func (s *Store) putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) 
 		}
 		var err error
 		if n == chunk {
-			_, err = tx.Stmt(s.upsert[firstWins]).Exec(vals...)
+			_, err = tx.Stmt(s.upsert).Exec(vals...)
 		} else {
-			_, err = tx.Exec(upsertSQL(n, firstWins), vals...)
+			_, err = tx.Exec(upsertSQL(n), vals...)
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", inst, err)
@@ -538,19 +592,39 @@ func (s *Store) putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) 
 	return nil
 }
 
-// prepareUpserts prepares upsertSQL(chunk, ...) once on the writer, when
-// the store opens: preparing its 3,000 parameters in every transaction was
-// 5% of a pipeline's CPU. A transaction uses them through tx.Stmt, which
-// finds them prepared on the writer's one connection (and prepares them
-// again on a new one). Preparing later, with the connection held by a
-// transaction, would wait for it forever.
+// prepareUpserts prepares upsertSQL(chunk) and batchInsertSQL(batchFlush)
+// once on the writer, when the store opens: preparing the upsert's 3,000
+// parameters in every transaction was 5% of a pipeline's CPU. A
+// transaction uses them through tx.Stmt, which finds them prepared on the
+// writer's one connection (and prepares them again on a new one).
+// Preparing later, with the connection held by a transaction, would wait
+// for it forever.
 func (s *Store) prepareUpserts() error {
-	for _, firstWins := range []bool{false, true} {
-		st, err := s.w.Prepare(upsertSQL(chunk, firstWins))
-		if err != nil {
-			return err
-		}
-		s.upsert[firstWins] = st
+	var err error
+	if s.upsert, err = s.w.Prepare(upsertSQL(chunk)); err != nil {
+		return err
+	}
+	s.batchInsert, err = s.w.Prepare(batchInsertSQL(batchFlush))
+	return err
+}
+
+// putBatch inserts up to batchFlush records of a batch stage's output
+// (batchInsertSQL).
+func (s *Store) putBatch(tx *sql.Tx, inst string, items []Item) error {
+	vals := make([]any, 0, 2+12*len(items))
+	vals = append(vals, inst, time.Now().UnixNano())
+	for _, it := range items {
+		vals = append(vals, it.Key, it.Status, it.FP, it.InHash, it.OutHash, it.Origin, it.Data, int64(it.Ord),
+			it.PromptTokens, it.CompletionTokens, it.Chash, it.Dataset)
+	}
+	var err error
+	if len(items) == batchFlush {
+		_, err = tx.Stmt(s.batchInsert).Exec(vals...)
+	} else {
+		_, err = tx.Exec(batchInsertSQL(len(items)), vals...)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", inst, err)
 	}
 	return nil
 }
@@ -629,7 +703,9 @@ func (s *Store) chunked(q string, first ...any) error {
 const batchFlush = 4 * chunk
 
 // Put adds one output record. Of records put with the same key, the first
-// is kept.
+// is kept. Only the fields a batch stage's output has are stored: Key,
+// Status, FP, InHash, OutHash, Origin, Data, Ord, the token counts, Chash
+// and Dataset.
 func (b *BatchWriter) Put(it Item) error {
 	return b.sorted.add(&it)
 }
@@ -647,7 +723,7 @@ func (b *BatchWriter) flush() error {
 			return err
 		}
 		defer tx.Rollback()
-		if err := b.s.putItems(tx, b.staging, buf, true); err != nil {
+		if err := b.s.putBatch(tx, b.staging, buf); err != nil {
 			return err
 		}
 		buf = buf[:0]

@@ -210,9 +210,10 @@ type Store struct {
 	// r serves concurrent reads, which WAL lets run beside the writer.
 	r    *sql.DB
 	lock *os.File
-	// upsert holds the writer's prepared upserts of a full chunk, by
-	// firstWins (prepareUpserts).
-	upsert map[bool]*sql.Stmt
+	// upsert and batchInsert are the writer's prepared statements for a
+	// full chunk of an item stage's outcomes and a full batch of a batch
+	// stage's records (prepareUpserts).
+	upsert, batchInsert *sql.Stmt
 	// sortBufs holds the buffers of sorts, each of sortMemory bytes (but
 	// in tests) before it spills to temporary files beside the store.
 	sortBufs *sortBufs
@@ -238,7 +239,7 @@ func Open(path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	s := &Store{path: path, w: w, upsert: map[bool]*sql.Stmt{}, sortBufs: newSortBufs(sortMemory)}
+	s := &Store{path: path, w: w, sortBufs: newSortBufs(sortMemory)}
 	if err := s.migrate(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
@@ -349,8 +350,10 @@ func (s *Store) Close() error {
 		s.lock.Close()
 	}
 	var errs []error
-	for _, st := range s.upsert {
-		errs = append(errs, st.Close())
+	for _, st := range []*sql.Stmt{s.upsert, s.batchInsert} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

@@ -289,3 +289,42 @@ func TestStore_Open_FillsDatasets(t *testing.T) {
 		}
 	}
 }
+
+// TestEachOutputKey_AsEachOutput visits the keys EachOutput visits, in its
+// order, a key that two instances hold once, and leaves out what is not
+// live and done.
+func TestEachOutputKey_AsEachOutput(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var a, b []Item
+	for i := range pageSize*10 + 7 { // over a page of keys
+		a = append(a, Item{Key: fmt.Sprintf("k%06d", 2*i), Data: []byte(`{}`)})
+		b = append(b, Item{Key: fmt.Sprintf("k%06d", 3*i), Data: []byte(`{}`), Status: i % 5 / 4})
+	}
+	if err := s.Commit("load[a]", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit("load[b]", b); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"load[a]", "load[b]"}
+	var want, got []string
+	if err := s.EachOutput(context.Background(), ids, func(r Row) error {
+		want = append(want, r.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EachOutputKey(context.Background(), ids, func(k string) error {
+		got = append(got, k)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < len(a) || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("EachOutputKey visited %d keys, EachOutput %d (of %d and %d put)", len(got), len(want), len(a), len(b))
+	}
+}

@@ -73,15 +73,12 @@ func (c *Cap) dropped(rec *conv.Record) (bool, error) {
 }
 
 // Run makes two passes: the first finds the n best-ranked records (memory
-// is O(n), not O(input)), the second passes them on.
+// is O(n), not O(input)), the second passes them on. Without drop_if the
+// first needs keys alone, and reads no record where the input can say so.
 func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error {
 	best := &rankHeap{}
-	err := in.Each(ctx, func(rec *conv.Record) error {
-		drop, err := c.dropped(rec)
-		if err != nil || drop {
-			return err
-		}
-		r := ranked{Rank(c.opts.Seed, rec.Key), rec.Key}
+	rank := func(key string) error {
+		r := ranked{Rank(c.opts.Seed, key), key}
 		if best.Len() < c.n {
 			heap.Push(best, r)
 		} else if c.n > 0 && r.less((*best)[0]) {
@@ -89,7 +86,19 @@ func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error
 			heap.Fix(best, 0)
 		}
 		return nil
-	})
+	}
+	var err error
+	if keys, ok := in.(stages.KeyInput); ok && c.opts.DropIf.IsZero() {
+		err = keys.EachKey(ctx, rank)
+	} else {
+		err = in.Each(ctx, func(rec *conv.Record) error {
+			drop, err := c.dropped(rec)
+			if err != nil || drop {
+				return err
+			}
+			return rank(rec.Key)
+		})
+	}
 	if err != nil {
 		return err
 	}
