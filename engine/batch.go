@@ -84,7 +84,13 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		}
 		report(pr.stage, &stats)
 	}
-	if err := r.saveDone(ctx, pr, started, prev, digest, stats); err != nil {
+	// The writer hashed the output as it wrote it; reading it back is the fallback.
+	if out, records, ok := bw.Digest(); ok {
+		err = r.saveDoneAs(pr, started, prev, digest, out, records, stats)
+	} else {
+		err = r.saveDone(ctx, pr, started, prev, digest, stats)
+	}
+	if err != nil {
 		return r.fail(n, err)
 	}
 	r.prog.finish(n, "")

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -644,6 +646,11 @@ type BatchWriter struct {
 	s             *Store
 	inst, staging string
 	sorted        *sorter
+	// digest and records are OutputDigest's of what was written, which
+	// holds while one flush wrote everything (flushes).
+	digest  hash.Hash
+	records int
+	flushes int
 }
 
 // stagingPrefix marks the instance a batch stage's next output is written
@@ -662,7 +669,7 @@ const swapChunk = 5000
 // caller marks it unfinished first, so a crash half-way is made again, and
 // the next BeginBatch, finding rows, stages as usual.
 func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
-	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst, sorted: s.byKey()}
+	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst, sorted: s.byKey(), digest: sha256.New()}
 	if err := s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging); err != nil {
 		return nil, fmt.Errorf("replace %s: clear an unfinished output: %w", inst, err)
 	}
@@ -734,7 +741,14 @@ func (b *BatchWriter) flush() error {
 		if !first && it.Key == last {
 			return nil // the first put of a key wins
 		}
+		if first {
+			b.flushes++
+		}
 		last, first = it.Key, false
+		if it.Status == 0 {
+			digestLine(b.digest, it.Key, it.OutHash)
+			b.records++
+		}
 		if buf = append(buf, *it); len(buf) == batchFlush {
 			return write()
 		}
@@ -744,6 +758,17 @@ func (b *BatchWriter) flush() error {
 		return fmt.Errorf("replace %s: %w", b.inst, err)
 	}
 	return write()
+}
+
+// Digest is what OutputDigest will say of the output once committed,
+// worked out as it was written, so the caller need not read it all back;
+// ok is false when records were put after the last Live, and then only
+// OutputDigest knows.
+func (b *BatchWriter) Digest() (digest string, records int, ok bool) {
+	if b.flushes > 1 || b.sorted.pending() {
+		return "", 0, false
+	}
+	return digestSum(b.digest), b.records, true
 }
 
 // Live counts the distinct records written so far (a key put twice counts once).
@@ -944,7 +969,7 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, r
 				rows.Close()
 				return "", 0, err
 			}
-			h.Write([]byte(k + " " + oh + "\n"))
+			digestLine(h, k, oh)
 			last = k
 			n++
 		}
@@ -954,9 +979,19 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, r
 		}
 		records += n
 		if n < pageSize*10 {
-			return hex.EncodeToString(h.Sum(nil)[:16]), records, nil
+			return digestSum(h), records, nil
 		}
 	}
+}
+
+// digestLine adds a record to an output digest; records are added in key order.
+func digestLine(h hash.Hash, key, outHash string) {
+	io.WriteString(h, key+" "+outHash+"\n")
+}
+
+// digestSum is an output digest's value.
+func digestSum(h hash.Hash) string {
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Invalidate marks every outcome of inst as made under no fingerprint, so

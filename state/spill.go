@@ -17,7 +17,7 @@ import (
 // sortMemory is how many bytes of encoded items a sorter holds before it
 // writes them to a temporary file as a sorted run: a million records are
 // sorted in a few megabytes of memory.
-const sortMemory = 8 << 20
+const sortMemory = 4 << 20
 
 // sortSlack is room in a sorter's buffer beyond its limit, so the item
 // that reaches the limit does not grow (copy) the buffer.
@@ -85,6 +85,11 @@ func (s *sorter) add(it *Item) error {
 		return s.spill()
 	}
 	return nil
+}
+
+// pending reports whether items were added and not yet given back.
+func (s *sorter) pending() bool {
+	return len(s.ents) > 0 || len(s.runs) > 0
 }
 
 // sortEnts sorts what is in memory; entries added earlier come first among equals.
