@@ -185,6 +185,8 @@ type storeInput struct {
 	cur state.Row
 	// copies is set once the stage has read every copy of shared keys.
 	copies bool
+	// keyOnly is set while EachKey visits rows without their records.
+	keyOnly bool
 }
 
 func (in *storeInput) Count() int { return in.count }
@@ -193,9 +195,15 @@ func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) err
 	return in.store.EachOutput(ctx, in.ids, in.visit(fn))
 }
 
-// EachKey is Each showing keys alone (stages.KeyInput).
+// EachKey is Each showing keys alone (stages.KeyInput): the rows are read
+// without their records, and Keep takes what it stores from the row.
 func (in *storeInput) EachKey(ctx context.Context, fn func(key string) error) error {
-	return in.store.EachOutputKey(ctx, in.ids, fn)
+	in.keyOnly = true
+	defer func() { in.keyOnly = false }()
+	return in.store.EachOutputRef(ctx, in.ids, func(row state.Row) error {
+		in.cur = row
+		return fn(row.Key)
+	})
 }
 
 // EachCopy is Each showing every copy of a key that several needs hold
@@ -264,6 +272,19 @@ func (o *batchOutput) Keep(rec *conv.Record) error {
 		return fmt.Errorf("stage %s kept record %s outside of its input's Each", o.n.ID, rec.Key)
 	}
 	it := state.Item{Key: rec.Key, FP: o.fp, InHash: o.in.cur.Hash, OutHash: o.in.cur.Hash, Origin: o.in.cur.Origin, Chash: o.in.cur.Chash}
+	if o.in.keyOnly {
+		if o.orderer != nil {
+			return fmt.Errorf("stage %s orders its output, so it must read records, not keys", o.n.ID)
+		}
+		// The record was not read: what put takes from it, its row says
+		// (every done row stores its record's tokens).
+		it.Status = int(stages.Done)
+		it.PromptTokens, it.CompletionTokens = o.in.cur.PromptTokens, o.in.cur.CompletionTokens
+		if o.n.Dataset == nil {
+			it.Dataset = o.in.cur.Dataset
+		}
+		return o.store(it)
+	}
 	return o.put(rec, it)
 }
 
@@ -276,6 +297,11 @@ func (o *batchOutput) put(rec *conv.Record, it state.Item) error {
 	if o.orderer != nil {
 		it.Ord = o.orderer.Order(rec)
 	}
+	return o.store(it)
+}
+
+// store counts an output record and hands it to the writer.
+func (o *batchOutput) store(it state.Item) error {
 	o.count++
 	o.prog.add(o.n, it)
 	return o.bw.Put(it)

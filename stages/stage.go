@@ -221,7 +221,9 @@ type CopyInput interface {
 
 // KeyInput is implemented by Inputs that can show the keys of their
 // records alone, as Each would visit them, without reading the records;
-// for a stage that chooses by key (cap ranks by a hash of it).
+// for a stage that chooses by key (cap ranks by a hash of it). Within fn,
+// Output.Keep of a record holding the key alone passes the whole record
+// on; a stage that orders its output (Orderer) reads records instead.
 type KeyInput interface {
 	EachKey(ctx context.Context, fn func(key string) error) error
 }

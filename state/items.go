@@ -66,6 +66,10 @@ type Row struct {
 	Data   []byte
 	// Chash hashes the record's content without its provenance.
 	Chash string
+	// PromptTokens, CompletionTokens and Dataset are the row's, set by
+	// EachOutputRef only.
+	PromptTokens, CompletionTokens int
+	Dataset                        string
 }
 
 const pageSize = 2000
@@ -141,44 +145,48 @@ func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row)
 	return s.page(ctx, q, func(last string) []any { return join(fromArgs, []any{last, pageSize}) }, fn)
 }
 
-// EachOutputKey calls fn with the key of every record EachOutput visits,
-// in the same order, reading neither the records nor their origin rows.
-func (s *Store) EachOutputKey(ctx context.Context, instances []string, fn func(key string) error) error {
+// EachOutputRef calls fn for every record EachOutput visits, in the same
+// order, with what its row says of it but not the record (Data is nil):
+// neither the record nor the row holding it is read. Dataset is the
+// record's dataset: the row's, or else its instance's.
+func (s *Store) EachOutputRef(ctx context.Context, instances []string, fn func(Row) error) error {
 	if len(instances) == 0 {
 		return nil
 	}
-	from, fromArgs := fromInstances("", instances)
-	q := `SELECT key FROM items WHERE ` + from + ` AND live = 1 AND status = 0 AND key > ?
-		ORDER BY key, instance LIMIT ?`
+	from, fromArgs := fromInstances("u.", instances)
+	q := `SELECT u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), u.chash, u.ptok, u.ctok,
+		COALESCE(NULLIF(u.dataset, ''), (SELECT i.dataset FROM instances i WHERE i.id = u.instance), '')
+		FROM items u WHERE ` + from + ` AND u.live = 1 AND u.status = 0 AND u.key > ?
+		ORDER BY u.key, u.instance LIMIT ?`
 	last := ""
 	for {
-		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{last, pageSize * 10})...)
+		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{last, pageSize})...)
 		if err != nil {
 			return err
 		}
-		var keys []string
+		var batch []Row
 		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
+			var r Row
+			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, &r.PromptTokens, &r.CompletionTokens, &r.Dataset); err != nil {
 				rows.Close()
 				return err
 			}
-			keys = append(keys, k)
+			batch = append(batch, r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, k := range keys {
-			if k == last {
+		for _, r := range batch {
+			if r.Key == last {
 				continue // another instance's copy
 			}
-			last = k
-			if err := fn(k); err != nil {
+			last = r.Key
+			if err := fn(r); err != nil {
 				return err
 			}
 		}
-		if len(keys) < pageSize*10 {
+		if len(batch) < pageSize {
 			return nil
 		}
 	}

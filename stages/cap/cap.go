@@ -74,7 +74,7 @@ func (c *Cap) dropped(rec *conv.Record) (bool, error) {
 
 // Run makes two passes: the first finds the n best-ranked records (memory
 // is O(n), not O(input)), the second passes them on. Without drop_if the
-// first needs keys alone, and reads no record where the input can say so.
+// passes need keys alone, and read no record where the input can say so.
 func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error {
 	best := &rankHeap{}
 	rank := func(key string) error {
@@ -87,8 +87,10 @@ func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error
 		}
 		return nil
 	}
+	keys, byKey := in.(stages.KeyInput)
+	byKey = byKey && c.opts.DropIf.IsZero()
 	var err error
-	if keys, ok := in.(stages.KeyInput); ok && c.opts.DropIf.IsZero() {
+	if byKey {
 		err = keys.EachKey(ctx, rank)
 	} else {
 		err = in.Each(ctx, func(rec *conv.Record) error {
@@ -105,6 +107,15 @@ func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error
 	chosen := make(map[string]bool, best.Len())
 	for _, r := range *best {
 		chosen[r.key] = true
+	}
+	if byKey {
+		return keys.EachKey(ctx, func(key string) error {
+			if chosen[key] {
+				return out.Keep(&conv.Record{Key: key})
+			}
+			out.Drop("over max_samples")
+			return nil
+		})
 	}
 	return in.Each(ctx, func(rec *conv.Record) error {
 		switch drop, err := c.dropped(rec); {
