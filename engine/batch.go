@@ -197,12 +197,12 @@ func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) err
 
 // EachKey is Each showing keys alone (stages.KeyInput): the rows are read
 // without their records, and Keep takes what it stores from the row.
-func (in *storeInput) EachKey(ctx context.Context, fn func(key string) error) error {
+func (in *storeInput) EachKey(ctx context.Context, fn func(key, dataset string) error) error {
 	in.keyOnly = true
 	defer func() { in.keyOnly = false }()
 	return in.store.EachOutputRef(ctx, in.ids, func(row state.Row) error {
 		in.cur = row
-		return fn(row.Key)
+		return fn(row.Key, row.Dataset)
 	})
 }
 
@@ -273,15 +273,15 @@ func (o *batchOutput) Keep(rec *conv.Record) error {
 	}
 	it := state.Item{Key: rec.Key, FP: o.fp, InHash: o.in.cur.Hash, OutHash: o.in.cur.Hash, Origin: o.in.cur.Origin, Chash: o.in.cur.Chash}
 	if o.in.keyOnly {
-		if o.orderer != nil {
-			return fmt.Errorf("stage %s orders its output, so it must read records, not keys", o.n.ID)
-		}
 		// The record was not read: what put takes from it, its row says
 		// (every done row stores its record's tokens).
 		it.Status = int(stages.Done)
 		it.PromptTokens, it.CompletionTokens = o.in.cur.PromptTokens, o.in.cur.CompletionTokens
 		if o.n.Dataset == nil {
 			it.Dataset = o.in.cur.Dataset
+		}
+		if o.orderer != nil {
+			it.Ord = o.orderer.Order(rec)
 		}
 		return o.store(it)
 	}

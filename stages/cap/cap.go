@@ -91,7 +91,7 @@ func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error
 	byKey = byKey && c.opts.DropIf.IsZero()
 	var err error
 	if byKey {
-		err = keys.EachKey(ctx, rank)
+		err = keys.EachKey(ctx, func(key, _ string) error { return rank(key) })
 	} else {
 		err = in.Each(ctx, func(rec *conv.Record) error {
 			drop, err := c.dropped(rec)
@@ -109,7 +109,7 @@ func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error
 		chosen[r.key] = true
 	}
 	if byKey {
-		return keys.EachKey(ctx, func(key string) error {
+		return keys.EachKey(ctx, func(key, _ string) error {
 			if chosen[key] {
 				return out.Keep(&conv.Record{Key: key})
 			}
