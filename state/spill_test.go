@@ -229,3 +229,64 @@ func TestBatchWriter_DigestAfterLatePut(t *testing.T) {
 		t.Error("Digest is ok after two flushes")
 	}
 }
+
+// TestBatchWriter_KilledBeforeCommit: a first output written in place (no
+// swap) whose process dies before Commit leaves rows but no done
+// instance; the next BeginBatch stages beside them and its Commit leaves
+// exactly the new output, and no sort's temporary file stays behind.
+func TestBatchWriter_KilledBeforeCommit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.sortBufs = newSortBufs(4 << 10)
+	bw, err := s.BeginBatch("load[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		if err := bw.Put(Item{Key: fmt.Sprintf("old%04d", (i*7)%2000), OutHash: "h", Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := bw.Live(); err != nil { // written in place
+		t.Fatal(err)
+	}
+	s.Close() // killed: no Commit
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.sortBufs = newSortBufs(4 << 10)
+	if bw, err = s.BeginBatch("load[d]"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		if err := bw.Put(Item{Key: fmt.Sprintf("new%04d", (i*3)%500), OutHash: "h", Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := bw.Live(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Commit(s, &Instance{ID: "load[d]", Stage: "load", Status: StatusDone}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.CountOutputs([]string{"load[d]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old int
+	s.r.QueryRow(`SELECT COUNT(*) FROM items WHERE key LIKE 'old%'`).Scan(&old)
+	if n != 500 || old != 0 {
+		t.Errorf("after the rerun: %d records, %d of the killed run's left; want the 500 new ones alone", n, old)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".eaglet-sort-") {
+			t.Errorf("a sort's temporary file stayed: %s", e.Name())
+		}
+	}
+}
