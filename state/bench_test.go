@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -53,35 +54,8 @@ func BenchmarkCommit(b *testing.B) {
 //
 //	go test ./state -run '^$' -bench Collapsed -benchtime 1x
 func BenchmarkCollapsed(b *testing.B) {
-	n := 300_000
-	if v, err := strconv.Atoi(os.Getenv("EAGLET_BENCH_RECORDS")); err == nil {
-		n = v
-	}
-	s, err := Open(filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, ids := threeInstances(b)
 	defer s.Close()
-	ids := []string{"filter[a]", "filter[b]", "filter[c]"}
-	for d, id := range ids {
-		batch := make([]Item, 0, 1000)
-		for i := range n / 3 {
-			// Every hundredth record of b and c repeats one of a.
-			tag := fmt.Sprintf("%d %d", d, i)
-			if d > 0 && i%100 == 0 {
-				tag = fmt.Sprintf("0 %d", i)
-			}
-			sum := sha256.Sum256([]byte(tag))
-			key := hex.EncodeToString(sum[:16])
-			batch = append(batch, Item{Key: key, FP: "fp", Data: []byte(`{}`), OutHash: key})
-			if len(batch) == cap(batch) || i == n/3-1 {
-				if err := s.Commit(id, batch); err != nil {
-					b.Fatal(err)
-				}
-				batch = batch[:0]
-			}
-		}
-	}
 	for b.Loop() {
 		started := time.Now()
 		for _, id := range ids {
@@ -135,4 +109,58 @@ func BenchmarkBatchWriter(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// threeInstances stores EAGLET_BENCH_RECORDS records (default 300,000) in
+// three instances, every hundredth record of the second and third
+// repeating one of the first, as three datasets' filters before a merge.
+func threeInstances(b *testing.B) (*Store, []string) {
+	n := 300_000
+	if v, err := strconv.Atoi(os.Getenv("EAGLET_BENCH_RECORDS")); err == nil {
+		n = v
+	}
+	s, err := Open(filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := []string{"filter[a]", "filter[b]", "filter[c]"}
+	for d, id := range ids {
+		batch := make([]Item, 0, 1000)
+		for i := range n / 3 {
+			tag := fmt.Sprintf("%d %d", d, i)
+			if d > 0 && i%100 == 0 {
+				tag = fmt.Sprintf("0 %d", i)
+			}
+			sum := sha256.Sum256([]byte(tag))
+			key := hex.EncodeToString(sum[:16])
+			batch = append(batch, Item{Key: key, FP: "fp", Data: []byte(`{}`), OutHash: key})
+			if len(batch) == cap(batch) || i == n/3-1 {
+				if err := s.Commit(id, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	return s, ids
+}
+
+// BenchmarkEachOutput_ThreeInstances reads three instances' records as one
+// input in key order, as a merge after per-dataset stages does
+// (EAGLET_BENCH_RECORDS, default 300,000, in all):
+//
+//	go test ./state -run '^$' -bench EachOutput_ThreeInstances -benchtime 1x
+func BenchmarkEachOutput_ThreeInstances(b *testing.B) {
+	s, ids := threeInstances(b)
+	defer s.Close()
+	for b.Loop() {
+		n := 0
+		if err := s.EachOutput(context.Background(), ids, func(Row) error {
+			n++
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(n), "records")
+	}
 }

@@ -136,13 +136,7 @@ const (
 // instance ID wins (Collapsed counts the others). Reads are paged so
 // memory stays flat and the writer is never blocked.
 func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row) error) error {
-	if len(instances) == 0 {
-		return nil
-	}
-	from, fromArgs := fromInstances("u.", instances)
-	q := `SELECT ` + resolved + ` WHERE ` + from + `
-		AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key, u.instance LIMIT ?`
-	return s.page(ctx, q, func(last string) []any { return join(fromArgs, []any{last, pageSize}) }, fn)
+	return s.mergeByKey(ctx, instances, resolved, scanResolved, true, fn)
 }
 
 // EachOutputRef calls fn for every record EachOutput visits, in the same
@@ -150,55 +144,39 @@ func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row)
 // neither the record nor the row holding it is read. Dataset is the
 // record's dataset: the row's, or else its instance's.
 func (s *Store) EachOutputRef(ctx context.Context, instances []string, fn func(Row) error) error {
-	if len(instances) == 0 {
-		return nil
-	}
-	from, fromArgs := fromInstances("u.", instances)
-	q := `SELECT u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), u.chash, u.ptok, u.ctok,
+	const cols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), u.chash, u.ptok, u.ctok,
 		COALESCE(NULLIF(u.dataset, ''), (SELECT i.dataset FROM instances i WHERE i.id = u.instance), '')
-		FROM items u WHERE ` + from + ` AND u.live = 1 AND u.status = 0 AND u.key > ?
-		ORDER BY u.key, u.instance LIMIT ?`
-	last := ""
-	for {
-		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{last, pageSize})...)
-		if err != nil {
-			return err
-		}
-		var batch []Row
-		for rows.Next() {
-			var r Row
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, &r.PromptTokens, &r.CompletionTokens, &r.Dataset); err != nil {
-				rows.Close()
-				return err
-			}
-			batch = append(batch, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, r := range batch {
-			if r.Key == last {
-				continue // another instance's copy
-			}
-			last = r.Key
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(batch) < pageSize {
-			return nil
-		}
-	}
+		FROM items u`
+	return s.mergeByKey(ctx, instances, cols, func(rows *sql.Rows) (Row, error) {
+		var r Row
+		err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, &r.PromptTokens, &r.CompletionTokens, &r.Dataset)
+		return r, err
+	}, true, fn)
 }
 
 // EachCopy is EachOutput showing every copy of a key that several of the
 // instances hold (the same conversation in two datasets), in key order and
 // then in the order of instance names, for a stage that chooses between
-// copies (dedupe). Each instance is read in key order through its index
-// and the reads are merged here: ordering the union in SQL made SQLite
-// sort what was left of every instance for each page.
+// copies (dedupe).
 func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) error) error {
+	return s.mergeByKey(ctx, instances, resolved, scanResolved, false, fn)
+}
+
+func scanResolved(rows *sql.Rows) (Row, error) {
+	var r Row
+	err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash)
+	return r, err
+}
+
+// mergeByKey calls fn for the live, done rows of the given instances (or
+// Parts) in key order and then in the order of instance names; with once,
+// only the first row of a key. cols is what to select, ending with the
+// FROM of items as u, and scan reads it. Each instance is read in key
+// order through its index, a page at a time, and the reads are merged
+// here: ordering the union in SQL made SQLite sort what was left of every
+// instance for each page, which grows with the square of the records.
+func (s *Store) mergeByKey(ctx context.Context, instances []string, cols string, scan func(*sql.Rows) (Row, error),
+	once bool, fn func(Row) error) error {
 	type cursor struct {
 		id   string
 		inst string
@@ -211,21 +189,30 @@ func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) e
 		inst, _, _ := strings.Cut(id, partSep)
 		curs[i] = &cursor{id: id, inst: inst}
 	}
-	slices.SortFunc(curs, func(a, b *cursor) int { return strings.Compare(a.inst, b.inst) })
+	slices.SortStableFunc(curs, func(a, b *cursor) int { return strings.Compare(a.inst, b.inst) })
 	fill := func(c *cursor) error {
 		from, fromArgs := fromInstances("u.", []string{c.id})
-		q := `SELECT ` + resolved + ` WHERE ` + from + `
+		q := `SELECT ` + cols + ` WHERE ` + from + `
 			AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
-		err := s.eachRow(ctx, q, join(fromArgs, []any{c.last, pageSize}), func(r Row) error {
+		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{c.last, pageSize})...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scan(rows)
+			if err != nil {
+				return err
+			}
 			c.rows = append(c.rows, r)
-			return nil
-		})
+		}
 		c.done = len(c.rows) < pageSize
 		if len(c.rows) > 0 {
 			c.last = c.rows[len(c.rows)-1].Key
 		}
-		return err
+		return rows.Err()
 	}
+	last, first := "", true
 	for {
 		var next *cursor
 		for _, c := range curs {
@@ -243,6 +230,10 @@ func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) e
 		}
 		r := next.rows[0]
 		next.rows = next.rows[1:]
+		if once && !first && r.Key == last {
+			continue // another instance's copy
+		}
+		last, first = r.Key, false
 		if err := fn(r); err != nil {
 			return err
 		}
