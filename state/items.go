@@ -144,12 +144,27 @@ func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row)
 // neither the record nor the row holding it is read. Dataset is the
 // record's dataset: the row's, or else its instance's.
 func (s *Store) EachOutputRef(ctx context.Context, instances []string, fn func(Row) error) error {
-	const cols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), u.chash, u.ptok, u.ctok,
-		COALESCE(NULLIF(u.dataset, ''), (SELECT i.dataset FROM instances i WHERE i.id = u.instance), '')
+	// The instances' datasets are looked up once here, not per row in SQL.
+	datasets := map[string]string{}
+	for _, id := range instances {
+		inst, _, _ := strings.Cut(id, partSep)
+		in, err := s.GetInstance(inst)
+		if err != nil {
+			return err
+		}
+		if in != nil {
+			datasets[inst] = in.Dataset
+		}
+	}
+	const cols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), u.chash, u.ptok, u.ctok, u.dataset, u.instance
 		FROM items u`
 	return s.mergeByKey(ctx, instances, cols, func(rows *sql.Rows) (Row, error) {
 		var r Row
-		err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, &r.PromptTokens, &r.CompletionTokens, &r.Dataset)
+		var inst string
+		err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, &r.PromptTokens, &r.CompletionTokens, &r.Dataset, &inst)
+		if r.Dataset == "" {
+			r.Dataset = datasets[inst]
+		}
 		return r, err
 	}, true, fn)
 }
