@@ -84,7 +84,13 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		}
 		report(pr.stage, &stats)
 	}
-	if err := r.saveDone(ctx, pr, started, prev, digest, stats); err != nil {
+	// The writer hashed the output as it wrote it; reading it back is the fallback.
+	if out, records, ok := bw.Digest(); ok {
+		err = r.saveDoneAs(pr, started, prev, digest, out, records, stats)
+	} else {
+		err = r.saveDone(ctx, pr, started, prev, digest, stats)
+	}
+	if err != nil {
 		return r.fail(n, err)
 	}
 	r.prog.finish(n, "")
@@ -179,12 +185,25 @@ type storeInput struct {
 	cur state.Row
 	// copies is set once the stage has read every copy of shared keys.
 	copies bool
+	// keyOnly is set while EachKey visits rows without their records.
+	keyOnly bool
 }
 
 func (in *storeInput) Count() int { return in.count }
 
 func (in *storeInput) Each(ctx context.Context, fn func(*conv.Record) error) error {
 	return in.store.EachOutput(ctx, in.ids, in.visit(fn))
+}
+
+// EachKey is Each showing keys alone (stages.KeyInput): the rows are read
+// without their records, and Keep takes what it stores from the row.
+func (in *storeInput) EachKey(ctx context.Context, fn func(key, dataset string) error) error {
+	in.keyOnly = true
+	defer func() { in.keyOnly = false }()
+	return in.store.EachOutputRef(ctx, in.ids, func(row state.Row) error {
+		in.cur = row
+		return fn(row.Key, row.Dataset)
+	})
 }
 
 // EachCopy is Each showing every copy of a key that several needs hold
@@ -253,6 +272,19 @@ func (o *batchOutput) Keep(rec *conv.Record) error {
 		return fmt.Errorf("stage %s kept record %s outside of its input's Each", o.n.ID, rec.Key)
 	}
 	it := state.Item{Key: rec.Key, FP: o.fp, InHash: o.in.cur.Hash, OutHash: o.in.cur.Hash, Origin: o.in.cur.Origin, Chash: o.in.cur.Chash}
+	if o.in.keyOnly {
+		// The record was not read: what put takes from it, its row says
+		// (every done row stores its record's tokens).
+		it.Status = int(stages.Done)
+		it.PromptTokens, it.CompletionTokens = o.in.cur.PromptTokens, o.in.cur.CompletionTokens
+		if o.n.Dataset == nil {
+			it.Dataset = o.in.cur.Dataset
+		}
+		if o.orderer != nil {
+			it.Ord = o.orderer.Order(rec)
+		}
+		return o.store(it)
+	}
 	return o.put(rec, it)
 }
 
@@ -265,6 +297,11 @@ func (o *batchOutput) put(rec *conv.Record, it state.Item) error {
 	if o.orderer != nil {
 		it.Ord = o.orderer.Order(rec)
 	}
+	return o.store(it)
+}
+
+// store counts an output record and hands it to the writer.
+func (o *batchOutput) store(it state.Item) error {
 	o.count++
 	o.prog.add(o.n, it)
 	return o.bw.Put(it)

@@ -63,3 +63,55 @@ stages:
 		}
 	}
 }
+
+// TestRun_CapKeepsTokensAndDatasets: cap passes records on without
+// reading them (stages.KeyInput), so what it stores of each, its tokens
+// and, over every dataset, its dataset, comes from the rows it read; it
+// must be what reading the records gives.
+func TestRun_CapKeepsTokensAndDatasets(t *testing.T) {
+	data, err := filepath.Abs("../specs/examples/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := filepath.Abs("../internal/tokenizer/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := `version: 1
+name: route
+state: state.db
+datasets:
+  chat: {source: ` + data + `/chat.jsonl, format: messages}
+  code: {source: ` + data + `/code.jsonl, format: sharegpt}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: tok, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: ` + tok + `}}
+  - {name: all, uses: cap, needs: [tok], with: {max_samples: 1000000}}
+`
+	_, store, _ := enginetest.OpenAndRun(t, t.TempDir(), spec)
+	sum := func(id string) (records int, prompt int64) {
+		counts, err := store.Counts(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range counts {
+			if c.Status == 0 {
+				records, prompt = records+c.N, prompt+c.PromptTokens
+			}
+		}
+		return records, prompt
+	}
+	var loaded int
+	var loadedTokens int64
+	for _, ds := range []string{"chat", "code"} {
+		n, p := sum("tok[" + ds + "]")
+		loaded, loadedTokens = loaded+n, loadedTokens+p
+		kept, err := store.CountOutputs([]string{state.Part("all", ds)})
+		if err != nil || kept != n {
+			t.Errorf("all holds %d records of %s (%v); want its %d", kept, ds, err, n)
+		}
+	}
+	if n, p := sum("all"); n != loaded || p != loadedTokens || p == 0 {
+		t.Errorf("all: %d records of %d prompt tokens; want load's %d of %d", n, p, loaded, loadedTokens)
+	}
+}

@@ -288,6 +288,11 @@ func (r *runner) saveDone(ctx context.Context, pr *prepared, started time.Time, 
 	if err != nil {
 		return err
 	}
+	return r.saveDoneAs(pr, started, prev, inputDigest, digest, records, stats)
+}
+
+// saveDoneAs is saveDone with the output digest and records known.
+func (r *runner) saveDoneAs(pr *prepared, started time.Time, prev *state.Instance, inputDigest, digest string, records int, stats state.Stats) error {
 	stats.Records = records
 	in := &state.Instance{ID: pr.node.ID, Stage: pr.node.Stage.Spec.Name, Fingerprint: pr.fp, InputDigest: inputDigest,
 		OutputDigest: digest, Status: state.StatusDone, StartedAt: started, FinishedAt: time.Now(), Stats: stats}

@@ -228,6 +228,15 @@ type CopyInput interface {
 	EachCopy(ctx context.Context, fn func(*conv.Record) error) error
 }
 
+// KeyInput is implemented by Inputs that can show the key and dataset of
+// each record alone, as Each would visit them, without reading the
+// records; for a stage that chooses by key (cap ranks by a hash of it).
+// Within fn, Output.Keep of a record holding the key alone passes the
+// whole record on, and that record is what an Orderer's Order sees.
+type KeyInput interface {
+	EachKey(ctx context.Context, fn func(key, dataset string) error) error
+}
+
 // Output receives a Batch stage's results.
 type Output interface {
 	// Emit stores a new or changed record.

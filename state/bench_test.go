@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -53,35 +54,8 @@ func BenchmarkCommit(b *testing.B) {
 //
 //	go test ./state -run '^$' -bench Collapsed -benchtime 1x
 func BenchmarkCollapsed(b *testing.B) {
-	n := 300_000
-	if v, err := strconv.Atoi(os.Getenv("EAGLET_BENCH_RECORDS")); err == nil {
-		n = v
-	}
-	s, err := Open(filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, ids := threeInstances(b)
 	defer s.Close()
-	ids := []string{"filter[a]", "filter[b]", "filter[c]"}
-	for d, id := range ids {
-		batch := make([]Item, 0, 1000)
-		for i := range n / 3 {
-			// Every hundredth record of b and c repeats one of a.
-			tag := fmt.Sprintf("%d %d", d, i)
-			if d > 0 && i%100 == 0 {
-				tag = fmt.Sprintf("0 %d", i)
-			}
-			sum := sha256.Sum256([]byte(tag))
-			key := hex.EncodeToString(sum[:16])
-			batch = append(batch, Item{Key: key, FP: "fp", Data: []byte(`{}`), OutHash: key})
-			if len(batch) == cap(batch) || i == n/3-1 {
-				if err := s.Commit(id, batch); err != nil {
-					b.Fatal(err)
-				}
-				batch = batch[:0]
-			}
-		}
-	}
 	for b.Loop() {
 		started := time.Now()
 		for _, id := range ids {
@@ -99,5 +73,94 @@ func BenchmarkCollapsed(b *testing.B) {
 			shared += x.N
 		}
 		b.ReportMetric(float64(shared), "collapsed")
+	}
+}
+
+// BenchmarkBatchWriter replaces a batch stage's output of 100,000 small
+// records put in random key order (a load's), as the engine does: put,
+// count, commit. The records are written in key order, sorted aside:
+//
+//	go test ./state -run '^$' -bench BatchWriter -benchtime 3x
+func BenchmarkBatchWriter(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 100_000
+	data := []byte(`{"messages":[{"role":"user","content":"Question: how do I sort a list of numbers in place?"}],"dataset":"d"}`)
+	for b.Loop() {
+		bw, err := s.BeginBatch("load[d]")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			sum := sha256.Sum256(fmt.Appendf(nil, "record %d", i))
+			key := hex.EncodeToString(sum[:16])
+			if err := bw.Put(Item{Key: key, FP: "fp", OutHash: key[:24], Chash: key[8:], Data: data, PromptTokens: 20}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := bw.Live(); err != nil {
+			b.Fatal(err)
+		}
+		if err := bw.Commit(s, &Instance{ID: "load[d]", Stage: "load", Status: StatusDone}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// threeInstances stores EAGLET_BENCH_RECORDS records (default 300,000) in
+// three instances, every hundredth record of the second and third
+// repeating one of the first, as three datasets' filters before a merge.
+func threeInstances(b *testing.B) (*Store, []string) {
+	n := 300_000
+	if v, err := strconv.Atoi(os.Getenv("EAGLET_BENCH_RECORDS")); err == nil {
+		n = v
+	}
+	s, err := Open(filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := []string{"filter[a]", "filter[b]", "filter[c]"}
+	for d, id := range ids {
+		batch := make([]Item, 0, 1000)
+		for i := range n / 3 {
+			tag := fmt.Sprintf("%d %d", d, i)
+			if d > 0 && i%100 == 0 {
+				tag = fmt.Sprintf("0 %d", i)
+			}
+			sum := sha256.Sum256([]byte(tag))
+			key := hex.EncodeToString(sum[:16])
+			batch = append(batch, Item{Key: key, FP: "fp", Data: []byte(`{}`), OutHash: key})
+			if len(batch) == cap(batch) || i == n/3-1 {
+				if err := s.Commit(id, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	return s, ids
+}
+
+// BenchmarkEachOutput_ThreeInstances reads three instances' records as one
+// input in key order, as a merge after per-dataset stages does
+// (EAGLET_BENCH_RECORDS, default 300,000, in all):
+//
+//	go test ./state -run '^$' -bench EachOutput_ThreeInstances -benchtime 1x
+func BenchmarkEachOutput_ThreeInstances(b *testing.B) {
+	s, ids := threeInstances(b)
+	defer s.Close()
+	for b.Loop() {
+		n := 0
+		if err := s.EachOutput(context.Background(), ids, func(Row) error {
+			n++
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(n), "records")
 	}
 }

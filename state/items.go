@@ -7,6 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -63,6 +66,10 @@ type Row struct {
 	Data   []byte
 	// Chash hashes the record's content without its provenance.
 	Chash string
+	// PromptTokens, CompletionTokens and Dataset are the row's, set by
+	// EachOutputRef only.
+	PromptTokens, CompletionTokens int
+	Dataset                        string
 }
 
 const pageSize = 2000
@@ -129,22 +136,62 @@ const (
 // instance ID wins (Collapsed counts the others). Reads are paged so
 // memory stays flat and the writer is never blocked.
 func (s *Store) EachOutput(ctx context.Context, instances []string, fn func(Row) error) error {
-	if len(instances) == 0 {
-		return nil
+	return s.mergeByKey(ctx, instances, resolved, scanResolved, true, fn)
+}
+
+// EachOutputRef calls fn for every record EachOutput visits, in the same
+// order, with what its row says of it but not the record (Data is nil):
+// neither the record nor the row holding it is read. Dataset is the
+// record's dataset: the row's, or else its instance's.
+func (s *Store) EachOutputRef(ctx context.Context, instances []string, fn func(Row) error) error {
+	// The instances' datasets are looked up once here, not per row in SQL.
+	datasets := map[string]string{}
+	for _, id := range instances {
+		inst, _, _ := strings.Cut(id, partSep)
+		in, err := s.GetInstance(inst)
+		if err != nil {
+			return err
+		}
+		if in != nil {
+			datasets[inst] = in.Dataset
+		}
 	}
-	from, fromArgs := fromInstances("u.", instances)
-	q := `SELECT ` + resolved + ` WHERE ` + from + `
-		AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key, u.instance LIMIT ?`
-	return s.page(ctx, q, func(last string) []any { return join(fromArgs, []any{last, pageSize}) }, fn)
+	const cols = `u.key, u.out_hash, COALESCE(NULLIF(u.origin, ''), u.instance), u.chash, u.ptok, u.ctok, u.dataset, u.instance
+		FROM items u`
+	return s.mergeByKey(ctx, instances, cols, func(rows *sql.Rows) (Row, error) {
+		var r Row
+		var inst string
+		err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, &r.PromptTokens, &r.CompletionTokens, &r.Dataset, &inst)
+		if r.Dataset == "" {
+			r.Dataset = datasets[inst]
+		}
+		return r, err
+	}, true, fn)
 }
 
 // EachCopy is EachOutput showing every copy of a key that several of the
 // instances hold (the same conversation in two datasets), in key order and
 // then in the order of instance names, for a stage that chooses between
-// copies (dedupe). Each instance is read in key order through its index
-// and the reads are merged here: ordering the union in SQL made SQLite
-// sort what was left of every instance for each page.
+// copies (dedupe).
 func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) error) error {
+	return s.mergeByKey(ctx, instances, resolved, scanResolved, false, fn)
+}
+
+func scanResolved(rows *sql.Rows) (Row, error) {
+	var r Row
+	err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash)
+	return r, err
+}
+
+// mergeByKey calls fn for the live, done rows of the given instances (or
+// Parts) in key order and then in the order of instance names; with once,
+// only the first row of a key. cols is what to select, ending with the
+// FROM of items as u, and scan reads it. Each instance is read in key
+// order through its index, a page at a time, and the reads are merged
+// here: ordering the union in SQL made SQLite sort what was left of every
+// instance for each page, which grows with the square of the records.
+func (s *Store) mergeByKey(ctx context.Context, instances []string, cols string, scan func(*sql.Rows) (Row, error),
+	once bool, fn func(Row) error) error {
 	type cursor struct {
 		id   string
 		inst string
@@ -157,21 +204,30 @@ func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) e
 		inst, _, _ := strings.Cut(id, partSep)
 		curs[i] = &cursor{id: id, inst: inst}
 	}
-	slices.SortFunc(curs, func(a, b *cursor) int { return strings.Compare(a.inst, b.inst) })
+	slices.SortStableFunc(curs, func(a, b *cursor) int { return strings.Compare(a.inst, b.inst) })
 	fill := func(c *cursor) error {
 		from, fromArgs := fromInstances("u.", []string{c.id})
-		q := `SELECT ` + resolved + ` WHERE ` + from + `
+		q := `SELECT ` + cols + ` WHERE ` + from + `
 			AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
-		err := s.eachRow(ctx, q, join(fromArgs, []any{c.last, pageSize}), func(r Row) error {
+		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{c.last, pageSize})...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scan(rows)
+			if err != nil {
+				return err
+			}
 			c.rows = append(c.rows, r)
-			return nil
-		})
+		}
 		c.done = len(c.rows) < pageSize
 		if len(c.rows) > 0 {
 			c.last = c.rows[len(c.rows)-1].Key
 		}
-		return err
+		return rows.Err()
 	}
+	last, first := "", true
 	for {
 		var next *cursor
 		for _, c := range curs {
@@ -189,6 +245,10 @@ func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) e
 		}
 		r := next.rows[0]
 		next.rows = next.rows[1:]
+		if once && !first && r.Key == last {
+			continue // another instance's copy
+		}
+		last, first = r.Key, false
 		if err := fn(r); err != nil {
 			return err
 		}
@@ -247,43 +307,52 @@ func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []
 }
 
 // EachOrdered calls fn for the live, done output of one instance in Ord
-// order; only rows with a nonzero Ord are ordered output.
+// order; only rows with a nonzero Ord are ordered output. It reads the
+// rows in key order, the order a BatchWriter stored them in, and sorts
+// them (spilling to temporary files beyond sortMemory): walking an index
+// in Ord order instead read every row, and the row with its data, from a
+// random page.
 func (s *Store) EachOrdered(ctx context.Context, inst string, fn func(Row) error) error {
-	var lastOrd uint64
-	lastKey := ""
-	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.ord != 0 AND u.live = 1
-		AND u.status = 0 AND (u.ord, u.key) > (?, ?) ORDER BY u.ord, u.key LIMIT ?`
+	byOrd := newSorter(filepath.Dir(s.path), s.sortBufs, true)
+	defer byOrd.close()
+	q := `SELECT ` + resolvedCols + `, u.ord` + resolvedFrom + ` WHERE u.instance = ? AND u.live = 1
+		AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
+	last := ""
 	for {
-		rows, err := s.r.QueryContext(ctx, q, inst, int64(lastOrd), lastKey, pageSize)
+		rows, err := s.r.QueryContext(ctx, q, inst, last, pageSize)
 		if err != nil {
 			return err
 		}
-		var batch []Row
-		var ords []uint64
+		n := 0
 		for rows.Next() {
-			var r Row
+			var it Item
 			var ord int64
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash, &ord); err != nil {
+			if err := rows.Scan(&it.Key, &it.OutHash, &it.Origin, &it.Data, &it.Chash, &ord); err != nil {
 				rows.Close()
 				return err
 			}
-			batch = append(batch, r)
-			ords = append(ords, uint64(ord))
+			n++
+			last = it.Key
+			if ord == 0 {
+				continue // tested here, not in SQL, lest SQLite walk a partial index by ord
+			}
+			it.Ord = uint64(ord)
+			if err := byOrd.add(&it); err != nil {
+				rows.Close()
+				return err
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for i, r := range batch {
-			lastOrd, lastKey = ords[i], r.Key
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(batch) < pageSize {
-			return nil
+		if n < pageSize {
+			break
 		}
 	}
+	return byOrd.each(func(it *Item) error {
+		return fn(Row{Key: it.Key, Hash: it.OutHash, Origin: it.Origin, Data: it.Data, Chash: it.Chash})
+	})
 }
 
 // Collapse is a number of records of one instance that a reader of
@@ -397,9 +466,7 @@ func (s *Store) byKeyRange(inst string, fn func(tx *sql.Tx, from, to string) err
 
 // upsertSQL inserts n rows in one statement: one cgo call per chunk rather
 // than per row is most of the store's write speed.
-// With firstWins, a row already live (written earlier in the same batch) is
-// kept: a batch stage that emits a key twice stores it once.
-func upsertSQL(n int, firstWins bool) string {
+func upsertSQL(n int) string {
 	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated,
@@ -411,7 +478,20 @@ func upsertSQL(n int, firstWins bool) string {
 	attempts = attempts + 1, updated = excluded.updated, chash = excluded.chash, in_chash = excluded.in_chash,
 	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries, dataset = excluded.dataset,
 	finish = excluded.finish, sent_ms = excluded.sent_ms, first_ms = excluded.first_ms, done_ms = excluded.done_ms,
-	url = excluded.url` + map[bool]string{true: ` WHERE items.live = 0`}[firstWins]
+	url = excluded.url`
+}
+
+// batchInsertSQL inserts n rows of a batch stage's output in one
+// statement, binding only the columns such a row fills (the rest keep
+// their defaults): the driver binds each parameter with a call into C,
+// and binding all 24 was most of the cost of writing a batch stage.
+// The instance and the time, the same for every row, are bound once
+// (?1, ?2). A key already written is kept: the first put wins.
+func batchInsertSQL(n int) string {
+	const row = "(?1, ?2, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+	return `INSERT INTO items (instance, updated, key, status, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, chash, dataset)
+	VALUES ` + rows + ` ON CONFLICT (instance, key) DO NOTHING`
 }
 
 const chunk = 128
@@ -427,7 +507,7 @@ func (s *Store) Commit(inst string, items []Item) error {
 	if err := keepSuperseded(tx, inst, items); err != nil {
 		return err
 	}
-	if err := s.putItems(tx, inst, items, false); err != nil {
+	if err := s.putItems(tx, inst, items); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -503,7 +583,7 @@ func (s *Store) ReusableOutcome(ctx context.Context, fp, inChash string) (*Reusa
 	return &r, nil
 }
 
-func (s *Store) putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) error {
+func (s *Store) putItems(tx *sql.Tx, inst string, items []Item) error {
 	now := time.Now().UnixNano()
 	vals := make([]any, 0, chunk*24)
 	for len(items) > 0 {
@@ -516,9 +596,9 @@ func (s *Store) putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) 
 		}
 		var err error
 		if n == chunk {
-			_, err = tx.Stmt(s.upsert[firstWins]).Exec(vals...)
+			_, err = tx.Stmt(s.upsert).Exec(vals...)
 		} else {
-			_, err = tx.Exec(upsertSQL(n, firstWins), vals...)
+			_, err = tx.Exec(upsertSQL(n), vals...)
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", inst, err)
@@ -528,19 +608,39 @@ func (s *Store) putItems(tx *sql.Tx, inst string, items []Item, firstWins bool) 
 	return nil
 }
 
-// prepareUpserts prepares upsertSQL(chunk, ...) once on the writer, when
-// the store opens: preparing its 3,000 parameters in every transaction was
-// 5% of a pipeline's CPU. A transaction uses them through tx.Stmt, which
-// finds them prepared on the writer's one connection (and prepares them
-// again on a new one). Preparing later, with the connection held by a
-// transaction, would wait for it forever.
+// prepareUpserts prepares upsertSQL(chunk) and batchInsertSQL(batchFlush)
+// once on the writer, when the store opens: preparing the upsert's 3,000
+// parameters in every transaction was 5% of a pipeline's CPU. A
+// transaction uses them through tx.Stmt, which finds them prepared on the
+// writer's one connection (and prepares them again on a new one).
+// Preparing later, with the connection held by a transaction, would wait
+// for it forever.
 func (s *Store) prepareUpserts() error {
-	for _, firstWins := range []bool{false, true} {
-		st, err := s.w.Prepare(upsertSQL(chunk, firstWins))
-		if err != nil {
-			return err
-		}
-		s.upsert[firstWins] = st
+	var err error
+	if s.upsert, err = s.w.Prepare(upsertSQL(chunk)); err != nil {
+		return err
+	}
+	s.batchInsert, err = s.w.Prepare(batchInsertSQL(batchFlush))
+	return err
+}
+
+// putBatch inserts up to batchFlush records of a batch stage's output
+// (batchInsertSQL).
+func (s *Store) putBatch(tx *sql.Tx, inst string, items []Item) error {
+	vals := make([]any, 0, 2+12*len(items))
+	vals = append(vals, inst, time.Now().UnixNano())
+	for _, it := range items {
+		vals = append(vals, it.Key, it.Status, it.FP, it.InHash, it.OutHash, it.Origin, it.Data, int64(it.Ord),
+			it.PromptTokens, it.CompletionTokens, it.Chash, it.Dataset)
+	}
+	var err error
+	if len(items) == batchFlush {
+		_, err = tx.Stmt(s.batchInsert).Exec(vals...)
+	} else {
+		_, err = tx.Exec(batchInsertSQL(len(items)), vals...)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", inst, err)
 	}
 	return nil
 }
@@ -549,10 +649,22 @@ func (s *Store) prepareUpserts() error {
 // output aside, under a staging instance, in short transactions, so a long
 // load, cap or merge never holds the store's one writer for more than a
 // commit batch and other datasets keep committing; Commit then swaps it in.
+//
+// Records are written in key order whatever order the stage puts them in
+// (sorted aside, through temporary files beyond sortMemory): the key index
+// then grows at its end instead of taking every record on a random page,
+// and since rows are stored in the order written, the readers that go by
+// key (EachOutput, and the join of a pass-through row to the row with its
+// data) read the table front to back.
 type BatchWriter struct {
 	s             *Store
 	inst, staging string
-	buf           []Item
+	sorted        *sorter
+	// digest and records are OutputDigest's of what was written, which
+	// holds while one flush wrote everything (flushes).
+	digest  hash.Hash
+	records int
+	flushes int
 }
 
 // stagingPrefix marks the instance a batch stage's next output is written
@@ -571,7 +683,7 @@ const swapChunk = 5000
 // caller marks it unfinished first, so a crash half-way is made again, and
 // the next BeginBatch, finding rows, stages as usual.
 func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
-	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst}
+	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst, sorted: s.byKey(), digest: sha256.New()}
 	if err := s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging); err != nil {
 		return nil, fmt.Errorf("replace %s: clear an unfinished output: %w", inst, err)
 	}
@@ -583,6 +695,11 @@ func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
 		b.staging = inst
 	}
 	return b, nil
+}
+
+// byKey is a sorter of items by key.
+func (s *Store) byKey() *sorter {
+	return newSorter(filepath.Dir(s.path), s.sortBufs, false)
 }
 
 // chunked runs a statement over at most swapChunk rows at a time, each in
@@ -606,29 +723,66 @@ func (s *Store) chunked(q string, first ...any) error {
 // of chunk, so no transaction prepares a statement of its own for a tail.
 const batchFlush = 4 * chunk
 
-// Put adds one output record.
+// Put adds one output record. Of records put with the same key, the first
+// is kept. Only the fields a batch stage's output has are stored: Key,
+// Status, FP, InHash, OutHash, Origin, Data, Ord, the token counts, Chash
+// and Dataset.
 func (b *BatchWriter) Put(it Item) error {
-	b.buf = append(b.buf, it)
-	if len(b.buf) >= batchFlush {
-		return b.flush()
-	}
-	return nil
+	return b.sorted.add(&it)
 }
 
+// flush writes what was put so far, in key order, a transaction per
+// batchFlush records.
 func (b *BatchWriter) flush() error {
-	if len(b.buf) == 0 {
+	buf := make([]Item, 0, batchFlush)
+	write := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		tx, err := b.s.w.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := b.s.putBatch(tx, b.staging, buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
+		return tx.Commit()
+	}
+	last, first := "", true
+	err := b.sorted.each(func(it *Item) error {
+		if !first && it.Key == last {
+			return nil // the first put of a key wins
+		}
+		if first {
+			b.flushes++
+		}
+		last, first = it.Key, false
+		if it.Status == 0 {
+			digestLine(b.digest, it.Key, it.OutHash)
+			b.records++
+		}
+		if buf = append(buf, *it); len(buf) == batchFlush {
+			return write()
+		}
 		return nil
-	}
-	tx, err := b.s.w.Begin()
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("replace %s: %w", b.inst, err)
 	}
-	defer tx.Rollback()
-	if err := b.s.putItems(tx, b.staging, b.buf, true); err != nil {
-		return err
+	return write()
+}
+
+// Digest is what OutputDigest will say of the output once committed,
+// worked out as it was written, so the caller need not read it all back;
+// ok is false when records were put after the last Live, and then only
+// OutputDigest knows.
+func (b *BatchWriter) Digest() (digest string, records int, ok bool) {
+	if b.flushes > 1 || b.sorted.pending() {
+		return "", 0, false
 	}
-	b.buf = b.buf[:0]
-	return tx.Commit()
+	return digestSum(b.digest), b.records, true
 }
 
 // Live counts the distinct records written so far (a key put twice counts once).
@@ -666,7 +820,7 @@ func (b *BatchWriter) Commit(s *Store, in *Instance) error {
 
 // Rollback abandons the new output.
 func (b *BatchWriter) Rollback() {
-	b.buf = nil
+	b.sorted.close()
 	b.s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging)
 }
 
@@ -829,7 +983,7 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, r
 				rows.Close()
 				return "", 0, err
 			}
-			h.Write([]byte(k + " " + oh + "\n"))
+			digestLine(h, k, oh)
 			last = k
 			n++
 		}
@@ -839,9 +993,19 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, r
 		}
 		records += n
 		if n < pageSize*10 {
-			return hex.EncodeToString(h.Sum(nil)[:16]), records, nil
+			return digestSum(h), records, nil
 		}
 	}
+}
+
+// digestLine adds a record to an output digest; records are added in key order.
+func digestLine(h hash.Hash, key, outHash string) {
+	io.WriteString(h, key+" "+outHash+"\n")
+}
+
+// digestSum is an output digest's value.
+func digestSum(h hash.Hash) string {
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Invalidate marks every outcome of inst as made under no fingerprint, so

@@ -180,6 +180,9 @@ var migrations = []string{
 			'outputs', json(outputs), 'error', error)
 		FROM launches;
 	DROP TABLE launches;`,
+	// EachOrdered sorts an instance's rows read in key order: the index by
+	// ord is no longer read, and every shuffled row put it on a random page.
+	`DROP INDEX items_ord;`,
 }
 
 // SchemaVersion is the schema this binary writes.
@@ -207,9 +210,13 @@ type Store struct {
 	// r serves concurrent reads, which WAL lets run beside the writer.
 	r    *sql.DB
 	lock *os.File
-	// upsert holds the writer's prepared upserts of a full chunk, by
-	// firstWins (prepareUpserts).
-	upsert map[bool]*sql.Stmt
+	// upsert and batchInsert are the writer's prepared statements for a
+	// full chunk of an item stage's outcomes and a full batch of a batch
+	// stage's records (prepareUpserts).
+	upsert, batchInsert *sql.Stmt
+	// sortBufs holds the buffers of sorts, each of sortMemory bytes (but
+	// in tests) before it spills to temporary files beside the store.
+	sortBufs *sortBufs
 }
 
 // Open opens (creating if needed) the store at path and migrates it.
@@ -232,7 +239,7 @@ func Open(path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	s := &Store{path: path, w: w, upsert: map[bool]*sql.Stmt{}}
+	s := &Store{path: path, w: w, sortBufs: newSortBufs(sortMemory)}
 	if err := s.migrate(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
@@ -343,8 +350,10 @@ func (s *Store) Close() error {
 		s.lock.Close()
 	}
 	var errs []error
-	for _, st := range s.upsert {
-		errs = append(errs, st.Close())
+	for _, st := range []*sql.Stmt{s.upsert, s.batchInsert} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

@@ -289,3 +289,56 @@ func TestStore_Open_FillsDatasets(t *testing.T) {
 		}
 	}
 }
+
+// TestEachOutputRef_AsEachOutput visits the records EachOutput visits, in
+// its order, a key that two instances hold once, and leaves out what is
+// not live and done; it says what the rows say without the records.
+func TestEachOutputRef_AsEachOutput(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var a, b []Item
+	for i := range pageSize*10 + 7 { // over a page of keys
+		a = append(a, Item{Key: fmt.Sprintf("k%06d", 2*i), OutHash: "h", Data: []byte(`{}`), PromptTokens: i})
+		b = append(b, Item{Key: fmt.Sprintf("k%06d", 3*i), Data: []byte(`{}`), Status: i % 5 / 4, Dataset: "db"})
+	}
+	if err := s.Commit("load[a]", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit("load[b]", b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutInstance(&Instance{ID: "load[a]", Stage: "load", Dataset: "da"}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"load[a]", "load[b]"}
+	var want, got []string
+	if err := s.EachOutput(context.Background(), ids, func(r Row) error {
+		want = append(want, r.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EachOutputRef(context.Background(), ids, func(r Row) error {
+		got = append(got, r.Key)
+		var n int
+		fmt.Sscanf(r.Key, "k%d", &n)
+		inA := n%2 == 0 && n/2 < len(a) // load[a] is first by name
+		switch {
+		case r.Data != nil:
+			t.Fatalf("%s: data read", r.Key)
+		case inA && (r.Origin != "load[a]" || r.Dataset != "da" || r.Hash != "h" || r.PromptTokens != n/2):
+			t.Fatalf("%s: %+v; want load[a]'s row, its instance's dataset", r.Key, r)
+		case !inA && (r.Origin != "load[b]" || r.Dataset != "db"):
+			t.Fatalf("%s: %+v; want load[b]'s row, its own dataset", r.Key, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < len(a) || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("EachOutputRef visited %d keys, EachOutput %d (of %d and %d put)", len(got), len(want), len(a), len(b))
+	}
+}

@@ -73,15 +73,12 @@ func (c *Cap) dropped(rec *conv.Record) (bool, error) {
 }
 
 // Run makes two passes: the first finds the n best-ranked records (memory
-// is O(n), not O(input)), the second passes them on.
+// is O(n), not O(input)), the second passes them on. Without drop_if the
+// passes need keys alone, and read no record where the input can say so.
 func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error {
 	best := &rankHeap{}
-	err := in.Each(ctx, func(rec *conv.Record) error {
-		drop, err := c.dropped(rec)
-		if err != nil || drop {
-			return err
-		}
-		r := ranked{Rank(c.opts.Seed, rec.Key), rec.Key}
+	rank := func(key string) error {
+		r := ranked{Rank(c.opts.Seed, key), key}
 		if best.Len() < c.n {
 			heap.Push(best, r)
 		} else if c.n > 0 && r.less((*best)[0]) {
@@ -89,13 +86,36 @@ func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error
 			heap.Fix(best, 0)
 		}
 		return nil
-	})
+	}
+	keys, byKey := in.(stages.KeyInput)
+	byKey = byKey && c.opts.DropIf.IsZero()
+	var err error
+	if byKey {
+		err = keys.EachKey(ctx, func(key, _ string) error { return rank(key) })
+	} else {
+		err = in.Each(ctx, func(rec *conv.Record) error {
+			drop, err := c.dropped(rec)
+			if err != nil || drop {
+				return err
+			}
+			return rank(rec.Key)
+		})
+	}
 	if err != nil {
 		return err
 	}
 	chosen := make(map[string]bool, best.Len())
 	for _, r := range *best {
 		chosen[r.key] = true
+	}
+	if byKey {
+		return keys.EachKey(ctx, func(key, _ string) error {
+			if chosen[key] {
+				return out.Keep(&conv.Record{Key: key})
+			}
+			out.Drop("over max_samples")
+			return nil
+		})
 	}
 	return in.Each(ctx, func(rec *conv.Record) error {
 		switch drop, err := c.dropped(rec); {

@@ -189,7 +189,7 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 		m.log("%s", x.summary())
 	}
 	held := 0
-	err := in.Each(ctx, func(rec *conv.Record) error {
+	each := func(rec *conv.Record) error {
 		var n int
 		switch {
 		case m.weight(rec.Dataset) <= 0:
@@ -222,11 +222,34 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 			}
 		}
 		return nil
-	})
+	}
+	var err error
+	if keys, ok := in.(stages.KeyInput); ok && m.byKey() {
+		err = keys.EachKey(ctx, func(key, dataset string) error {
+			return each(&conv.Record{Key: key, Dataset: dataset})
+		})
+	} else {
+		err = in.Each(ctx, each)
+	}
 	if err == nil && m.opts.Eval != nil {
 		m.log("eval split: %s held out for %s", plural(held, "record"), m.opts.Eval.Out)
 	}
 	return err
+}
+
+// byKey reports whether Run decides every record by its key and dataset
+// alone, so it need not read the records (stages.KeyInput): no record is
+// copied (a weight above 1) and the mixture is not by tokens.
+func (m *Merge) byKey() bool {
+	if m.mix != nil {
+		return false
+	}
+	for _, ds := range m.spec.Datasets {
+		if m.weight(ds.Name) > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 func plural(n int, noun string) string {

@@ -92,3 +92,50 @@ func TestMerge_EvalOutChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestMerge_ByKeyKeepsWhatRecordsKeep: with no weight above 1, merge
+// decides by key and dataset without reading records; with one (code: 2,
+// whose records are copied) it reads them. The chat records a weight of
+// 0.5 keeps, the eval split and the shuffled order must be the same
+// either way.
+func TestMerge_ByKeyKeepsWhatRecordsKeep(t *testing.T) {
+	data, err := filepath.Abs("../../specs/examples/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(codeWeight string) (train, eval []string) {
+		dir := t.TempDir()
+		enginetest.OpenAndRun(t, dir, `version: 1
+name: m
+state: s.db
+datasets:
+  chat: {source: `+data+`/chat.jsonl, format: messages}
+  code: {source: `+data+`/code.jsonl, format: sharegpt}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: merge, uses: merge, needs: [load], with: {out: train.jsonl, shuffle_seed: 3, weights: {chat: 0.5, code: `+codeWeight+`},
+      eval: {fraction: 0.2, seed: 4, out: eval.jsonl}}}
+`)
+		read := func(name string) (chat []string) {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if strings.Contains(l, `"dataset":"chat"`) {
+					chat = append(chat, l)
+				}
+			}
+			return chat
+		}
+		return read("train.jsonl"), read("eval.jsonl")
+	}
+	byKeyTrain, byKeyEval := run("1")
+	byRecordTrain, byRecordEval := run("2")
+	if len(byKeyTrain) < 10 || strings.Join(byKeyTrain, "\n") != strings.Join(byRecordTrain, "\n") {
+		t.Errorf("chat's training records by key (%d) differ from those by record (%d)", len(byKeyTrain), len(byRecordTrain))
+	}
+	if len(byKeyEval) == 0 || strings.Join(byKeyEval, "\n") != strings.Join(byRecordEval, "\n") {
+		t.Errorf("chat's eval records by key (%d) differ from those by record (%d)", len(byKeyEval), len(byRecordEval))
+	}
+}
