@@ -74,9 +74,11 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 	var obj object
 	var lists []decodedList
 	var err *RowError
+	s := scanners.Get().(*scanner)
+	defer scanners.Put(s)
 	if len(m.fields) > 0 || len(raw) == 0 || raw[0] != '{' {
 		obj, err = decodeObject(raw, "chat")
-	} else if o, l, ok := scanChatRow(raw); ok {
+	} else if o, l, ok := s.chatRow(raw); ok {
 		obj, lists = o, l
 	} else {
 		obj, err = decodeObject(raw, "chat")
@@ -89,8 +91,8 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 		return nil, rowErr("wrong shape", "row has no message list (looked for %v); the file's first row had one", MappingKeys["messages"])
 	}
 	var msgs []conv.Message
-	if wires, ok := decoded(lists, key); ok {
-		msgs, err = convertRaws(fromWires(wires), m)
+	if raws, ok := decoded(lists, key); ok {
+		msgs, err = convertRaws(raws, m)
 	} else {
 		msgs, err = convertMessages(list, m)
 	}
@@ -188,12 +190,12 @@ func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 		mapped = mapped || ok
 	}
 	if !mapped {
-		wires, ok := scanMessages(list)
-		if !ok {
-			wires = nil
-			if err := json.Unmarshal(list, &wires); err != nil {
-				return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
-			}
+		if raws, ok := scanMessages(list); ok {
+			return raws, nil
+		}
+		var wires []wireMessage
+		if err := json.Unmarshal(list, &wires); err != nil {
+			return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
 		}
 		return fromWires(wires), nil
 	}
@@ -222,18 +224,23 @@ func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 func fromWires(wires []wireMessage) []rawMessage {
 	raws := make([]rawMessage, len(wires))
 	for i, w := range wires {
-		raws[i] = rawMessage{
-			role:         present(w.Role, w.From, w.Speaker),
-			content:      present(w.Content, w.Value, w.Text),
-			reasoning:    present(w.ReasoningContent, w.Reasoning, w.Thinking),
-			toolCalls:    w.ToolCalls,
-			functionCall: w.FunctionCall,
-			toolCallID:   w.ToolCallID,
-			toolCallIDs:  w.ToolCallIDs,
-			name:         w.Name,
-		}
+		raws[i] = w.raw()
 	}
 	return raws
+}
+
+// raw picks the message's fields from the keys decoded.
+func (w *wireMessage) raw() rawMessage {
+	return rawMessage{
+		role:         present(w.Role, w.From, w.Speaker),
+		content:      present(w.Content, w.Value, w.Text),
+		reasoning:    present(w.ReasoningContent, w.Reasoning, w.Thinking),
+		toolCalls:    w.ToolCalls,
+		functionCall: w.FunctionCall,
+		toolCallID:   w.ToolCallID,
+		toolCallIDs:  w.ToolCallIDs,
+		name:         w.Name,
+	}
 }
 
 // present returns the first value given that is present and not null.
