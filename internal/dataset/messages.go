@@ -255,7 +255,7 @@ func present(vs ...json.RawMessage) json.RawMessage {
 
 func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 	var msg conv.Message
-	word, ok := str(o.role)
+	word, ok := roleWord(o.role)
 	if !ok || word == "" {
 		return msg, rowErr("unknown role", "no role (looked for %v); name the role key with mapping: {role: KEY}", MappingKeys["role"])
 	}
@@ -311,6 +311,27 @@ func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 		msg.Name, _ = str(o.name)
 	}
 	return msg, nil
+}
+
+// knownWords holds each word of roleWords as its own value.
+var knownWords = func() map[string]string {
+	words := make(map[string]string, len(roleWords))
+	for w := range roleWords {
+		words[w] = w
+	}
+	return words
+}()
+
+// roleWord is str of a message's role: a word roleWords knows, spelt
+// without escapes, is the map's string rather than a copy out of the row,
+// which saves an allocation a message.
+func roleWord(raw json.RawMessage) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if w, ok := knownWords[string(raw[1:n-1])]; ok {
+			return w, true
+		}
+	}
+	return str(raw)
 }
 
 // firstID reads the first id of a tool_call_ids list, given as JSON or as
