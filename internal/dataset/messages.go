@@ -74,6 +74,8 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 	var obj object
 	var lists []decodedList
 	var err *RowError
+	// obj and lists may be the scanner's own, reused for the next row: it
+	// goes back to the pool once this row is converted.
 	s := scanners.Get().(*scanner)
 	defer scanners.Put(s)
 	if len(m.fields) > 0 || len(raw) == 0 || raw[0] != '{' {
