@@ -67,9 +67,19 @@ func appendField(dst []byte, prefix, s string, omitEmpty bool) ([]byte, bool) {
 // verbatim reports whether encoding/json writes s between quotes unchanged:
 // valid UTF-8 without control characters (DEL included), quotes,
 // backslashes, the HTML characters it escapes (<, >, &) or U+2028 and
-// U+2029.
+// U+2029. Printable ASCII is passed over eight bytes at a time: byte by
+// byte this was a fifth of ContentKey.
 func verbatim(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if x&highBits != 0 || below(x, 0x20) || hasByte(x, 0x7f) || hasByte(x, '"') || hasByte(x, '\\') ||
+			hasByte(x, '<') || hasByte(x, '>') || hasByte(x, '&') {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; notPlain[c] {
 			return c >= utf8.RuneSelf && verbatimUTF8(s[i:])
 		}
@@ -94,3 +104,16 @@ func verbatimUTF8(s string) bool {
 	}
 	return true
 }
+
+// Bytes of eight at once: highBits has the top bit of each byte set.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// below reports whether a byte of x is under n (n <= 0x80), for x of
+// ASCII bytes only.
+func below(x uint64, n byte) bool { return (x-lowBits*uint64(n))&^x&highBits != 0 }
+
+// hasByte reports whether a byte of x is c.
+func hasByte(x uint64, c byte) bool { return below(x^(lowBits*uint64(c)), 1) }

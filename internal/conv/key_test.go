@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +81,29 @@ func TestAppendKeyJSON_KnowsEveryField(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Message's JSON fields are %q; appendKeyJSON writes %q", got, want)
+	}
+}
+
+// TestAppendKeyJSON_EveryByte puts every byte value at every offset of
+// texts around the eight-byte steps verbatim takes: the fast path writes
+// the encoder's bytes, and takes every text of printable ASCII the encoder
+// writes as is.
+func TestAppendKeyJSON_EveryByte(t *testing.T) {
+	for n := 1; n < 20; n++ {
+		for at := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("a", n))
+				b[at] = byte(c)
+				msgs := []Message{{Role: User, Content: string(b)}}
+				want := keyJSONByEncoder(msgs, nil)
+				got, ok := appendKeyJSON(nil, msgs, nil)
+				if ok && !bytes.Equal(got, want) {
+					t.Fatalf("%q: fast path wrote\n%s\nthe encoder\n%s", b, got, want)
+				}
+				if !ok && c >= 0x20 && c < 0x7f && !strings.ContainsRune(`"\<>&`, rune(c)) {
+					t.Fatalf("%q: fast path declined plain text", b)
+				}
+			}
+		}
 	}
 }

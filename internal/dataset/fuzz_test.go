@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,4 +93,53 @@ func datasetSeeds(f *testing.F) [][]byte {
 		f.Fatalf("only %d seeds from testdata", len(seeds))
 	}
 	return seeds
+}
+
+// FuzzChatRow checks the scanner a chat row is read by against
+// encoding/json, which it stands in for: whatever row it takes, it must
+// find the members json.Unmarshal finds, and in each message list the
+// fields json.Unmarshal finds in []wireMessage.
+func FuzzChatRow(f *testing.F) {
+	for _, seed := range datasetSeeds(f) {
+		f.Add(seed)
+	}
+	for _, s := range []string{`{"messages":[{"Role":"user"}]}`, `{"messages":[],"messages":[{"role":"a"}]}`,
+		`{"prompt":[{"content":"x","ROLE":"u"}],"id":1}`, `{"messages" : [ {"role" : "user" , "content" : "hi\n"} ] }`, `{"messages":[{"role":"a"}],"messages":"x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := scanners.Get().(*scanner)
+		defer scanners.Put(s)
+		obj, lists, ok := s.chatRow(data)
+		if !ok {
+			return
+		}
+		var want object
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("scanner took a row encoding/json refuses (%v): %s", err, data)
+		}
+		if len(obj) != len(want) {
+			t.Fatalf("scanner found %d members, encoding/json %d: %s", len(obj), len(want), data)
+		}
+		for k, v := range want {
+			if !bytes.Equal(obj[k], v) {
+				t.Fatalf("member %q: scanner %s, encoding/json %s", k, obj[k], v)
+			}
+		}
+		for _, l := range lists {
+			// A name given twice is the last one's, as in obj, and is
+			// read as messages only when that is a list (messageList).
+			raws, _ := decoded(lists, l.name)
+			if !isArray(obj[l.name]) {
+				continue
+			}
+			var wires []wireMessage
+			if err := json.Unmarshal(obj[l.name], &wires); err != nil {
+				t.Fatalf("scanner read %q as messages, encoding/json refuses (%v): %s", l.name, err, data)
+			}
+			if got, want := fmt.Sprint(raws), fmt.Sprint(fromWires(wires)); got != want {
+				t.Fatalf("messages %q: scanner %s, encoding/json %s", l.name, got, want)
+			}
+		}
+	})
 }

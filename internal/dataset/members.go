@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/json/jsontext"
+	"errors"
 	"io"
 	"slices"
 	"sync"
@@ -20,7 +21,18 @@ import (
 type scanner struct {
 	r   bytes.Reader
 	dec *jsontext.Decoder
+	// obj, raws and lists are chatRow's results, reused row after row:
+	// making them anew for every row was a third of a load's allocation.
+	obj   object
+	raws  []rawMessage
+	lists []decodedList
+	// names interns member names, so filling obj allocates no key.
+	names map[string]string
 }
+
+// maxNames bounds names: rows whose keys are data (ids as keys) would
+// otherwise grow it without end.
+const maxNames = 256
 
 // dupNames lets a name repeat, as encoding/json does (the last one wins).
 var dupNames = jsontext.AllowDuplicateNames(true)
@@ -88,15 +100,16 @@ func scanObject(raw []byte) (object, bool) {
 var wireNames = []string{"role", "from", "speaker", "content", "value", "text", "reasoning_content", "reasoning",
 	"thinking", "tool_calls", "function_call", "tool_call_id", "tool_call_ids", "name"}
 
-// scanMessages is json.Unmarshal of list into []wireMessage, without
-// reflection or copies. encoding/json matches a struct's names without
-// regard to case: a name matching a field only so is left to it.
-func scanMessages(list []byte) ([]wireMessage, bool) {
+// scanMessages is json.Unmarshal of list into []wireMessage followed by
+// fromWires, without reflection or copies. encoding/json matches a
+// struct's names without regard to case: a name matching a field only so
+// is left to it.
+func scanMessages(list []byte) ([]rawMessage, bool) {
 	s := scanners.Get().(*scanner)
 	defer scanners.Put(s)
 	s.r.Reset(list)
 	s.dec.Reset(&s.r, dupNames)
-	out, ok := s.messages(list)
+	out, ok := s.messages(list, nil)
 	if !ok {
 		return nil, false
 	}
@@ -104,13 +117,16 @@ func scanMessages(list []byte) ([]wireMessage, bool) {
 	return out, err == io.EOF
 }
 
-// messages reads an array of message objects from the decoder over raw.
-func (s *scanner) messages(raw []byte) ([]wireMessage, bool) {
+// messages reads an array of message objects from the decoder over raw,
+// appending each message's fields to out.
+func (s *scanner) messages(raw []byte, out []rawMessage) ([]rawMessage, bool) {
 	if tok, err := s.dec.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, false
 	}
-	// Most conversations have a few messages: one allocation, not three.
-	out := make([]wireMessage, 0, 4)
+	if out == nil {
+		// Most conversations have a few messages: one allocation, not three.
+		out = make([]rawMessage, 0, 4)
+	}
 	for s.dec.PeekKind() == '{' {
 		var w wireMessage
 		fields := [...]*json.RawMessage{&w.Role, &w.From, &w.Speaker, &w.Content, &w.Value, &w.Text, &w.ReasoningContent,
@@ -133,7 +149,7 @@ func (s *scanner) messages(raw []byte) ([]wireMessage, bool) {
 		if !ok {
 			return nil, false
 		}
-		out = append(out, w)
+		out = append(out, w.raw())
 	}
 	tok, err := s.dec.ReadToken()
 	return out, err == nil && tok.Kind() == ']'
@@ -145,43 +161,45 @@ var listNames = append(append([]string(nil), MappingKeys["messages"]...), "promp
 
 // decodedList is a row's member that was read as messages on the way.
 type decodedList struct {
-	name  string
-	wires []wireMessage
+	name string
+	raws []rawMessage
 }
 
-// scanChatRow is scanObject for a row holding a message list: an array
-// under a name messageList looks for is read as messages as it is passed,
-// rather than scanned once to find its end and again to decode it. It is
-// false where scanObject or scanMessages would be.
-func scanChatRow(raw []byte) (object, []decodedList, bool) {
-	s := scanners.Get().(*scanner)
-	defer scanners.Put(s)
+// chatRow is scanObject for a row holding a message list: an array under
+// a name messageList looks for is read as messages as it is passed, rather
+// than scanned once to find its end and again to decode it. It is false
+// where scanObject or scanMessages would be. What it returns is the
+// scanner's own, valid until the scanner goes back to the pool.
+func (s *scanner) chatRow(raw []byte) (object, []decodedList, bool) {
 	s.r.Reset(raw)
 	s.dec.Reset(&s.r, dupNames)
 	if tok, err := s.dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, nil, false
 	}
-	obj := object{}
-	var lists []decodedList
+	if s.obj == nil {
+		s.obj, s.names = object{}, map[string]string{}
+	}
+	clear(s.obj)
+	s.raws, s.lists = s.raws[:0], s.lists[:0]
 	for s.dec.PeekKind() == '"' {
 		name, err := s.dec.ReadValue()
 		if err != nil || bytes.IndexByte(name, '\\') >= 0 {
 			return nil, nil, false
 		}
 		at := int(s.dec.InputOffset())
-		name = raw[at-len(name)+1 : at-1]
-		if s.dec.PeekKind() == '[' && slices.Contains(listNames, string(name)) {
+		key := s.name(raw[at-len(name)+1 : at-1])
+		if s.dec.PeekKind() == '[' && slices.Contains(listNames, key) {
 			// The value starts after the colon and any space.
 			start := at + bytes.IndexByte(raw[at:], ':') + 1
 			for raw[start] == ' ' || raw[start] == '\t' || raw[start] == '\r' || raw[start] == '\n' {
 				start++
 			}
-			wires, ok := s.messages(raw)
-			if !ok {
+			first := len(s.raws)
+			if s.raws, err = s.appendMessages(raw); err != nil {
 				return nil, nil, false
 			}
-			obj[string(name)] = raw[start:s.dec.InputOffset()]
-			lists = append(lists, decodedList{string(name), wires})
+			s.obj[key] = raw[start:s.dec.InputOffset()]
+			s.lists = append(s.lists, decodedList{key, s.raws[first:len(s.raws):len(s.raws)]})
 			continue
 		}
 		v, err := s.dec.ReadValue()
@@ -189,20 +207,48 @@ func scanChatRow(raw []byte) (object, []decodedList, bool) {
 			return nil, nil, false
 		}
 		at = int(s.dec.InputOffset())
-		obj[string(name)] = raw[at-len(v) : at]
+		s.obj[key] = raw[at-len(v) : at]
 	}
 	if tok, err := s.dec.ReadToken(); err != nil || tok.Kind() != '}' {
 		return nil, nil, false
 	}
 	_, err := s.dec.ReadToken()
-	return obj, lists, err == io.EOF
+	return s.obj, s.lists, err == io.EOF
+}
+
+// errNotMessages is appendMessages failing: chatRow then falls back.
+var errNotMessages = errors.New("not a list of messages")
+
+// appendMessages is messages into s.raws, whose earlier lists it keeps.
+func (s *scanner) appendMessages(raw []byte) ([]rawMessage, error) {
+	if s.raws == nil {
+		s.raws = make([]rawMessage, 0, 8)
+	}
+	out, ok := s.messages(raw, s.raws)
+	if !ok {
+		return s.raws, errNotMessages
+	}
+	return out, nil
+}
+
+// name returns b as a string, the same string for the same name, once
+// names holds it.
+func (s *scanner) name(b []byte) string {
+	if k, ok := s.names[string(b)]; ok {
+		return k
+	}
+	k := string(b)
+	if len(s.names) < maxNames {
+		s.names[k] = k
+	}
+	return k
 }
 
 // decoded is the list read under name, the last if repeated.
-func decoded(lists []decodedList, name string) ([]wireMessage, bool) {
+func decoded(lists []decodedList, name string) ([]rawMessage, bool) {
 	for i := len(lists) - 1; i >= 0; i-- {
 		if lists[i].name == name {
-			return lists[i].wires, true
+			return lists[i].raws, true
 		}
 	}
 	return nil, false

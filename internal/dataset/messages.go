@@ -74,9 +74,13 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 	var obj object
 	var lists []decodedList
 	var err *RowError
+	// obj and lists may be the scanner's own, reused for the next row: it
+	// goes back to the pool once this row is converted.
+	s := scanners.Get().(*scanner)
+	defer scanners.Put(s)
 	if len(m.fields) > 0 || len(raw) == 0 || raw[0] != '{' {
 		obj, err = decodeObject(raw, "chat")
-	} else if o, l, ok := scanChatRow(raw); ok {
+	} else if o, l, ok := s.chatRow(raw); ok {
 		obj, lists = o, l
 	} else {
 		obj, err = decodeObject(raw, "chat")
@@ -89,8 +93,8 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 		return nil, rowErr("wrong shape", "row has no message list (looked for %v); the file's first row had one", MappingKeys["messages"])
 	}
 	var msgs []conv.Message
-	if wires, ok := decoded(lists, key); ok {
-		msgs, err = convertRaws(fromWires(wires), m)
+	if raws, ok := decoded(lists, key); ok {
+		msgs, err = convertRaws(raws, m)
 	} else {
 		msgs, err = convertMessages(list, m)
 	}
@@ -188,12 +192,12 @@ func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 		mapped = mapped || ok
 	}
 	if !mapped {
-		wires, ok := scanMessages(list)
-		if !ok {
-			wires = nil
-			if err := json.Unmarshal(list, &wires); err != nil {
-				return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
-			}
+		if raws, ok := scanMessages(list); ok {
+			return raws, nil
+		}
+		var wires []wireMessage
+		if err := json.Unmarshal(list, &wires); err != nil {
+			return nil, rowErr("wrong shape", "messages are not a list of objects: %v", err)
 		}
 		return fromWires(wires), nil
 	}
@@ -222,18 +226,23 @@ func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 func fromWires(wires []wireMessage) []rawMessage {
 	raws := make([]rawMessage, len(wires))
 	for i, w := range wires {
-		raws[i] = rawMessage{
-			role:         present(w.Role, w.From, w.Speaker),
-			content:      present(w.Content, w.Value, w.Text),
-			reasoning:    present(w.ReasoningContent, w.Reasoning, w.Thinking),
-			toolCalls:    w.ToolCalls,
-			functionCall: w.FunctionCall,
-			toolCallID:   w.ToolCallID,
-			toolCallIDs:  w.ToolCallIDs,
-			name:         w.Name,
-		}
+		raws[i] = w.raw()
 	}
 	return raws
+}
+
+// raw picks the message's fields from the keys decoded.
+func (w *wireMessage) raw() rawMessage {
+	return rawMessage{
+		role:         present(w.Role, w.From, w.Speaker),
+		content:      present(w.Content, w.Value, w.Text),
+		reasoning:    present(w.ReasoningContent, w.Reasoning, w.Thinking),
+		toolCalls:    w.ToolCalls,
+		functionCall: w.FunctionCall,
+		toolCallID:   w.ToolCallID,
+		toolCallIDs:  w.ToolCallIDs,
+		name:         w.Name,
+	}
 }
 
 // present returns the first value given that is present and not null.
@@ -248,7 +257,7 @@ func present(vs ...json.RawMessage) json.RawMessage {
 
 func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 	var msg conv.Message
-	word, ok := str(o.role)
+	word, ok := roleWord(o.role)
 	if !ok || word == "" {
 		return msg, rowErr("unknown role", "no role (looked for %v); name the role key with mapping: {role: KEY}", MappingKeys["role"])
 	}
@@ -304,6 +313,27 @@ func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 		msg.Name, _ = str(o.name)
 	}
 	return msg, nil
+}
+
+// knownWords holds each word of roleWords as its own value.
+var knownWords = func() map[string]string {
+	words := make(map[string]string, len(roleWords))
+	for w := range roleWords {
+		words[w] = w
+	}
+	return words
+}()
+
+// roleWord is str of a message's role: a word roleWords knows, spelt
+// without escapes, is the map's string rather than a copy out of the row,
+// which saves an allocation a message.
+func roleWord(raw json.RawMessage) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if w, ok := knownWords[string(raw[1:n-1])]; ok {
+			return w, true
+		}
+	}
+	return str(raw)
 }
 
 // firstID reads the first id of a tool_call_ids list, given as JSON or as

@@ -1,7 +1,7 @@
 package dataset
 
 import (
-	"encoding/json"
+	"bytes"
 	"strconv"
 )
 
@@ -73,10 +73,7 @@ func idValue(v []byte) string {
 	case len(v) == 0:
 		return ""
 	case v[0] == '"':
-		var s string
-		if json.Unmarshal(v, &s) != nil {
-			return ""
-		}
+		s, _ := str(v)
 		return s
 	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
 		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
@@ -103,15 +100,19 @@ func skipValue(b []byte, i int) int {
 	}
 	switch b[i] {
 	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
+		// The first quote after i that is not escaped, found with
+		// IndexByte rather than byte by byte: strings are most of a row.
+		for j := i + 1; ; {
+			k := bytes.IndexByte(b[j:], '"')
+			if k < 0 {
+				return -1
+			}
+			j += k
+			if precededByBackslashes(b, j)%2 == 0 {
 				return j + 1
 			}
+			j++
 		}
-		return -1
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {

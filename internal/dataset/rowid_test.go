@@ -16,6 +16,9 @@ func TestRowID(t *testing.T) {
 		{`[{"role": "user"}]`, ""},
 		{`{"id": "cut`, ""},
 		{` { "id" : -3.5 } `, "-3.5"},
+		{`{"x": "ends in a backslash\\", "id": "after"}`, "after"},
+		{`{"x": "a \\\" quote", "id": "after"}`, "after"},
+		{`{"id": "a\\"}`, `a\`},
 	} {
 		if got := rowID([]byte(tc.row)); got != tc.want {
 			t.Errorf("rowID(%s) = %q, want %q", tc.row, got, tc.want)

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -194,8 +195,18 @@ func str(raw json.RawMessage) (string, bool) {
 }
 
 // plain reports whether b is the body of a JSON string that decodes to
-// itself: no escapes, no control characters, valid UTF-8.
+// itself: no escapes, no control characters, valid UTF-8. Printable ASCII,
+// most text, is passed over eight bytes at a time: byte by byte this was
+// a tenth of a load.
 func plain(b []byte) bool {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if x&highBits != 0 || below(x, 0x20) || hasByte(x, '"') || hasByte(x, '\\') {
+			break
+		}
+	}
+	b = b[i:]
 	for _, c := range b {
 		if c == '\\' || c == '"' || c < 0x20 {
 			return false
@@ -203,3 +214,16 @@ func plain(b []byte) bool {
 	}
 	return utf8.Valid(b)
 }
+
+// Bytes of eight at once: highBits has the top bit of each byte set.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// below reports whether a byte of x is under n (n <= 0x80), for x of
+// ASCII bytes only.
+func below(x uint64, n byte) bool { return (x-lowBits*uint64(n))&^x&highBits != 0 }
+
+// hasByte reports whether a byte of x is c.
+func hasByte(x uint64, c byte) bool { return below(x^(lowBits*uint64(c)), 1) }

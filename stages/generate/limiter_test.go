@@ -142,3 +142,70 @@ func TestStreamGaps_TellsAStallOnce(t *testing.T) {
 		t.Error("the stall was not told")
 	}
 }
+
+// TestLimiter_FreeSlotsNeverJumpTheQueue: a request takes a free slot on
+// the spot only while nobody waits; otherwise it queues behind those that
+// came first, and a waiter that gives up leaves the queue.
+func TestLimiter_FreeSlotsNeverJumpTheQueue(t *testing.T) {
+	l := newLimiter(1, 1, false)
+	ctx := context.Background()
+	if err := l.acquire(ctx, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	queued := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			l.mu.Lock()
+			q := l.queued
+			l.mu.Unlock()
+			if q == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiting, want %d", q, n)
+			}
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gaveUp := make(chan error)
+	go func() { gaveUp <- l.acquire(cancelled, "a", 1) }()
+	queued(1)
+	order := make(chan string, 2)
+	for _, name := range []string{"first", "second"} {
+		go func() {
+			if l.acquire(ctx, "a", 1) == nil {
+				order <- name
+			}
+		}()
+		queued(2)
+		if name == "first" {
+			cancel()
+			if err := <-gaveUp; err == nil {
+				t.Fatal("a cancelled waiter got a slot")
+			}
+			queued(1)
+		}
+	}
+	for _, want := range []string{"first", "second"} {
+		l.release("a", 0, 0)
+		select {
+		case got := <-order:
+			if got != want {
+				t.Fatalf("slot went to %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no slot granted to %s", want)
+		}
+	}
+	l.release("a", 0, 0)
+	queued(0)
+	if err := l.acquire(ctx, "a", 1); err != nil { // free, nobody waits: on the spot
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight != 1 || l.groups["a"].inflight != 1 {
+		t.Fatalf("in flight %d (group %d), want 1", l.inflight, l.groups["a"].inflight)
+	}
+}

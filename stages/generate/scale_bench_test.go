@@ -41,7 +41,11 @@ const (
 // flight (requests/s × mean request time, Little's law: 16,384 if the
 // coordinator keeps up), CPU per request, peak RSS, and how long an answer
 // waits between arriving and being committed (p50, p99, max; to the 50 ms
-// of the progress ticks that observe the commits):
+// of the progress ticks that observe the commits). The whole run includes
+// dialling 16,384 connections and growing as many goroutines' stacks, once
+// each, and the tail; the steady-* figures are those of the middle half of
+// the answers alone, by arrival (requests/s, mean in flight over that
+// stretch, CPU per request):
 //
 //	go test ./stages/generate -run '^$' -bench ScaleOut -benchtime 1x
 func BenchmarkScaleOut(b *testing.B) {
@@ -75,7 +79,7 @@ stages:
 			b.Fatal(err)
 		}
 		took, cpu := time.Since(start), cpuTime()-cpu0
-		done, meanMs := answerTimes(b, filepath.Join(dir, fmt.Sprintf("state%d.db", i)))
+		sent, done, meanMs := answerTimes(b, filepath.Join(dir, fmt.Sprintf("state%d.db", i)))
 		if len(done) != n {
 			b.Fatalf("%d answers stored, want %d", len(done), n)
 		}
@@ -87,6 +91,14 @@ stages:
 		b.ReportMetric(float64(lags[len(lags)/2]), "commit-p50-ms")
 		b.ReportMetric(float64(lags[len(lags)*99/100]), "commit-p99-ms")
 		b.ReportMetric(float64(lags[len(lags)-1]), "commit-max-ms")
+		// The middle half of the answers, by when they arrived.
+		from, to := done[n/4], done[n*3/4]
+		if cpu, ok := commits.cpuBetween(from, to); ok {
+			answers := n*3/4 - n/4
+			b.ReportMetric(float64(answers)/(float64(to-from)/1000), "steady-requests/s")
+			b.ReportMetric(inFlight(sent, done, from, to), "steady-in-flight")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(answers), "steady-cpu-us/request")
+		}
 	}
 	b.ReportMetric(enginetest.PeakRSSMiB(), "peak-MiB")
 }
@@ -145,11 +157,13 @@ func startScaleServers(b *testing.B) []string {
 }
 
 // commitLog reads the progress lines of a run: the count they show is of
-// committed outcomes, so it says when each was committed.
+// committed outcomes, so it says when each was committed, and with the
+// process's CPU time at each line, what a stretch of the run cost.
 type commitLog struct {
 	mu    sync.Mutex
 	times []int64 // Unix ms
 	count []int
+	cpu   []time.Duration
 }
 
 var progressCount = regexp.MustCompile(`generate\[d\]: (\d+)/`)
@@ -160,7 +174,7 @@ func (c *commitLog) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	for _, m := range progressCount.FindAllSubmatch(p, -1) {
 		if k, err := strconv.Atoi(string(m[1])); err == nil {
-			c.times, c.count = append(c.times, now), append(c.count, k)
+			c.times, c.count, c.cpu = append(c.times, now), append(c.count, k), append(c.cpu, cpuTime())
 		}
 	}
 	return len(p), nil
@@ -191,33 +205,57 @@ func (c *commitLog) lags(done []int64) []int64 {
 	return lags
 }
 
-// answerTimes reads when each stored answer arrived (Unix ms, sorted) and
-// the mean time its request took.
-func answerTimes(b *testing.B, path string) ([]int64, float64) {
+// cpuBetween is the process's CPU time between the first progress lines
+// at or after from and to (Unix ms); false when the lines do not span them.
+func (c *commitLog) cpuBetween(from, to int64) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.times, func(t int64) bool { return t >= from })
+	j := slices.IndexFunc(c.times, func(t int64) bool { return t >= to })
+	if i < 0 || j <= i {
+		return 0, false
+	}
+	return c.cpu[j] - c.cpu[i], true
+}
+
+// inFlight is the mean number of requests in flight between from and to
+// (Unix ms), from when each was sent and answered.
+func inFlight(sent, done []int64, from, to int64) float64 {
+	var busy int64
+	for i := range sent {
+		if s, d := max(sent[i], from), min(done[i], to); d > s {
+			busy += d - s
+		}
+	}
+	return float64(busy) / float64(to-from)
+}
+
+// answerTimes reads when each stored answer was sent and arrived (Unix
+// ms, sorted by arrival) and the mean time its request took.
+func answerTimes(b *testing.B, path string) (sent, done []int64, meanMs float64) {
 	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT done_ms, done_ms - sent_ms FROM items WHERE done_ms > 0 ORDER BY done_ms`)
+	rows, err := db.Query(`SELECT sent_ms, done_ms FROM items WHERE done_ms > 0 ORDER BY done_ms`)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rows.Close()
-	var done []int64
 	var sum float64
 	for rows.Next() {
-		var d, took int64
-		if err := rows.Scan(&d, &took); err != nil {
+		var s, d int64
+		if err := rows.Scan(&s, &d); err != nil {
 			b.Fatal(err)
 		}
-		done = append(done, d)
-		sum += float64(took)
+		sent, done = append(sent, s), append(done, d)
+		sum += float64(d - s)
 	}
 	if err := rows.Err(); err != nil {
 		b.Fatal(err)
 	}
-	return done, sum / float64(max(len(done), 1))
+	return sent, done, sum / float64(max(len(done), 1))
 }
 
 func envInt(name string, def int) int {
