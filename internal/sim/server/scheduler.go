@@ -15,13 +15,16 @@ import (
 // retracted when decode runs out of cache. Admission reserves room for the
 // tokens sequences are still to produce: a new one its whole (clipped)
 // max_new_tokens, a running one that times the new-token ratio, which starts
-// at 0.7 and decays to 0.07 over 600 decode steps while nothing is
+// at 0.7 and decays to 0.098 over 600 decode steps while nothing is
 // retracted. The ratio bets that answers end short; long answers lose that
 // bet, the cache overflows, and the sequences with the least output are
-// retracted until the rest have 20 decode steps of room, after which the
-// ratio is re-estimated from the survivors. A retracted sequence keeps its
-// output but must prefill prompt and output again when re-admitted: that
-// recomputation is the cost the accounting reports.
+// retracted (at least one) until the rest have room for their next token,
+// after which the ratio is re-estimated from the survivors. A retracted
+// sequence joins the back of the queue, keeps its output, and must prefill
+// prompt and output again when re-admitted: that recomputation is the cost
+// the accounting reports. Once admission stops for want of room, nothing
+// more is admitted until the batch shrinks (a sequence ends or is
+// retracted), as SGLang's batch_is_full does.
 type scheduler struct {
 	cfg  Config
 	mu   sync.Mutex
@@ -31,15 +34,20 @@ type scheduler struct {
 	queue   []*seq
 	running []*seq
 	// ratio is SGLang's new_token_ratio.
-	ratio       float64
+	ratio float64
+	// full is SGLang's batch_is_full: admission found no room, and is not
+	// tried again until the batch shrinks.
+	full        bool
 	peak        int
 	retractions int64
 	recomputed  int64
 }
 
 // SGLang's defaults: SGLANG_INIT_NEW_TOKEN_RATIO 0.7, a minimum of 0.14
-// of it, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS 600, SGLANG_RETRACT_DECODE_STEPS
-// 20 (python/sglang/srt/managers/scheduler.py and schedule_batch.py).
+// of it, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS 600 (scheduler.py,
+// init_new_token_ratio), global_config.retract_decode_steps 20, which only
+// enters the ratio re-estimated after a retraction (schedule_batch.py,
+// retract_decode's new_estimate_ratio).
 const (
 	initRatio    = 0.7
 	minRatio     = initRatio * 0.14
@@ -110,7 +118,11 @@ func (s *scheduler) remove(q *seq) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queue = without(s.queue, q)
-	s.running = without(s.running, q)
+	if n := len(s.running); len(without(s.running, q)) < n {
+		// An aborted request leaves the batch as a finished one does.
+		s.running = s.running[:n-1]
+		s.full = false
+	}
 }
 
 func without(list []*seq, q *seq) []*seq {
@@ -156,7 +168,7 @@ func (s *scheduler) loop() {
 func (s *scheduler) step(dt float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.admit()
+	s.schedule()
 	speed := s.cfg.Speed
 	if s.cfg.MaxRunning > 0 {
 		speed /= 1 + s.cfg.Slowdown*float64(len(s.running))/float64(s.cfg.MaxRunning)
@@ -193,6 +205,10 @@ func (s *scheduler) step(dt float64) {
 			kept = append(kept, q)
 		}
 	}
+	if len(kept) < len(s.running) {
+		// update_running_batch: a batch that shrank may admit again.
+		s.full = false
+	}
 	s.running = kept
 	switch {
 	case len(s.running) == 0:
@@ -204,13 +220,26 @@ func (s *scheduler) step(dt float64) {
 		// One decay per decode step: a step is one token of each sequence.
 		s.ratio = max(minRatio, s.ratio-ratioDecay*speed*budget)
 	}
-	s.admit()
+	s.schedule()
 }
 
-// retract frees the cache as SGLang's retract_decode does: the sequences
-// with the least output go back to the queue first (the longest prompt
-// first among equals) until the rest have room for 20 more decode steps,
-// then the ratio is re-estimated from what the rest have produced.
+// schedule admits from the queue unless the last try found the batch full
+// and it has not shrunk since (get_new_batch_prefill returns at once while
+// running_batch.batch_is_full).
+func (s *scheduler) schedule() {
+	if !s.full || len(s.running) == 0 {
+		s.admit()
+	}
+}
+
+// retract frees the cache as SGLang's retract_decode does
+// (python/sglang/srt/managers/schedule_batch.py): the sequences with the
+// least output go first (the longest prompt first among equals), at least
+// one, then more while the rest have no room for their next token
+// (check_decode_mem: one token a sequence); each joins the back of the
+// waiting queue (scheduler.py, _extend_requests_to_queue: waiting_queue.extend;
+// the default fcfs policy does not reorder it). The ratio is then
+// re-estimated from what the rest have produced, with 20 steps of headroom.
 func (s *scheduler) retract() {
 	slices.SortStableFunc(s.running, func(a, b *seq) int {
 		if c := cmp.Compare(int(b.produced), int(a.produced)); c != 0 {
@@ -218,14 +247,15 @@ func (s *scheduler) retract() {
 		}
 		return cmp.Compare(a.prompt, b.prompt)
 	})
-	for len(s.running) > 1 && s.kvUsed()+retractSteps*len(s.running) > s.cfg.KVTokens {
+	for first := true; len(s.running) > 1 && (first || s.kvUsed()+len(s.running) > s.cfg.KVTokens); first = false {
 		q := s.running[len(s.running)-1]
 		s.running = s.running[:len(s.running)-1]
 		q.prefill = float64(q.prompt) + q.produced
 		s.recomputed += int64(q.prefill)
 		s.retractions++
-		s.queue = append([]*seq{q}, s.queue...)
+		s.queue = append(s.queue, q)
 	}
+	s.full = false
 	decoded, maxNew := 0, 0
 	for _, q := range s.running {
 		decoded += int(q.produced)
@@ -245,11 +275,14 @@ func (s *scheduler) admit() {
 	for len(s.queue) > 0 {
 		q := s.queue[0]
 		if s.cfg.MaxRunning > 0 && len(s.running) >= s.cfg.MaxRunning {
+			s.full = true
 			break
 		}
 		need := q.prompt + int(q.produced)
 		extra := s.left(q)
 		if s.cfg.KVTokens > 0 && len(s.running) > 0 && float64(used+need)+reserve+extra > float64(s.cfg.KVTokens) {
+			// PrefillAdder.add_one_req's NO_TOKEN.
+			s.full = true
 			break
 		}
 		s.queue = s.queue[1:]

@@ -7,7 +7,7 @@ import (
 
 // TestScheduler_RetractAsSGLang: when decode outgrows the cache, the
 // sequences with the least output go first (the longest prompt first among
-// equals) until the rest have 20 decode steps of room, and the new-token
+// equals) until the rest have room for their next token, and the new-token
 // ratio is re-estimated from the rest, as SGLang's retract_decode does.
 func TestScheduler_RetractAsSGLang(t *testing.T) {
 	s := &scheduler{cfg: Config{Speed: 1000, KVTokens: 1000, ClipEstimate: 4096}, ratio: minRatio}
@@ -22,6 +22,74 @@ func TestScheduler_RetractAsSGLang(t *testing.T) {
 	}
 	if want := float64(300+250+50+3*retractSteps) / (3*8000 + 1); math.Abs(s.ratio-want) > 1e-12 {
 		t.Errorf("ratio %v after retraction; want %v", s.ratio, want)
+	}
+}
+
+// TestScheduler_RetractsToNextToken: SGLang retracts at least one sequence
+// and then only while the rest have no room for one more token each
+// (check_decode_mem), not for 20 steps; retracted sequences join the back
+// of the queue, behind requests that were waiting.
+func TestScheduler_RetractsToNextToken(t *testing.T) {
+	tests := []struct {
+		name    string
+		outputs []float64 // of four sequences with 10-token prompts
+		kv      int
+		want    int // sequences retracted
+	}{
+		// 1,040 in 1,000: the one with the least output (10 + 100) frees
+		// enough for the next token of the three left (930 + 3).
+		{"one frees enough", []float64{300, 300, 300, 100}, 1000, 1},
+		// With room for a token each but not for 20 steps, nothing more
+		// goes: 20 steps would have taken a second.
+		{"no 20-step headroom", []float64{320, 300, 300, 40}, 960, 1},
+		// The youngest two must both go before the last two fit a token.
+		{"two needed", []float64{500, 400, 60, 60}, 950, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scheduler{cfg: Config{Speed: 1000, KVTokens: tt.kv, ClipEstimate: 4096}, ratio: minRatio}
+			waiting := &seq{prompt: 10, total: 100, maxTokens: 100}
+			s.queue = []*seq{waiting}
+			for _, out := range tt.outputs {
+				s.running = append(s.running, &seq{prompt: 10, produced: out, total: 5000, maxTokens: 8000})
+			}
+			s.retract()
+			if got := int(s.retractions); got != tt.want {
+				t.Fatalf("%d retracted; want %d", got, tt.want)
+			}
+			if s.kvUsed()+len(s.running) > tt.kv {
+				t.Errorf("%d used by %d running: no room for their next token in %d", s.kvUsed(), len(s.running), tt.kv)
+			}
+			if s.queue[0] != waiting || len(s.queue) != 1+tt.want {
+				t.Errorf("queue %v: retracted sequences must wait behind the one already waiting", s.queue)
+			}
+		})
+	}
+}
+
+// TestScheduler_FullBatchWaitsForAFinish: once admission stops for want of
+// room, a falling ratio admits nothing more until a sequence leaves the
+// batch, as SGLang's batch_is_full does.
+func TestScheduler_FullBatchWaitsForAFinish(t *testing.T) {
+	s := &scheduler{cfg: Config{Speed: 1000, KVTokens: 10000, ClipEstimate: 4096}, ratio: initRatio}
+	short := &seq{prompt: 100, total: 8000, maxTokens: 8000, notify: make(chan struct{}, 1)}
+	s.queue = []*seq{short}
+	for range 2 {
+		s.queue = append(s.queue, &seq{prompt: 100, total: 8000, maxTokens: 8000, notify: make(chan struct{}, 1)})
+	}
+	s.schedule()
+	if len(s.running) != 2 || !s.full {
+		t.Fatalf("%d running, full %v; want 2 and the batch full", len(s.running), s.full)
+	}
+	s.ratio = 0.1 // the third would fit now
+	s.schedule()
+	if len(s.running) != 2 {
+		t.Fatalf("%d running: a full batch admitted before any sequence left", len(s.running))
+	}
+	short.total = 1
+	s.step(0.01)
+	if len(s.running) != 2 || short.done != true {
+		t.Fatalf("%d running after the first ended; want the third admitted in its place", len(s.running))
 	}
 }
 
