@@ -86,6 +86,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 	}
 	e.be, e.identity, e.takesIDs, e.kwargs = c.Backend, c.Identity, c.TakesIDs, c.Kwargs
 	e.guard.probePath, e.streams = c.ProbePath, c.Streams
+	e.lim.streams = e.streams
 	if c.MeanTokens > 0 {
 		e.meanTokens = c.MeanTokens
 	}

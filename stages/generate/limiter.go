@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,20 @@ type limiter struct {
 	// queued counts the waiters of every group: with none, a free slot is
 	// granted on the spot.
 	queued int
+	// predict, set with auto, decides by each request's future once
+	// enough answers have ended and the cache's size is known (capacity:
+	// from the server's metrics, or the cache the client counted when a
+	// preemption showed). flights are the requests in flight it follows,
+	// streams whether their tokens are streamed (else they are estimated
+	// from age at rate tokens a second), overhead the prompt tokens a
+	// request holds and newMax the max_tokens of the latest request.
+	predict  *kvPredict
+	flights  map[*streamGaps]struct{}
+	streams  bool
+	capacity float64
+	overhead float64
+	rate     float64
+	newMax   float64
 }
 
 type group struct {
@@ -48,6 +63,8 @@ func newLimiter(limit, max int, auto bool) *limiter {
 	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, start: time.Now()}
 	if auto {
 		l.auto = &gradient{probing: true}
+		l.predict = newKVPredict(1)
+		l.flights = map[*streamGaps]struct{}{}
 	}
 	return l
 }
@@ -125,9 +142,14 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 		if l.kv != nil {
 			l.kv.finished(took.Seconds())
 		}
+		l.predict.lengths.add(float64(tokens))
+		if took > 0 {
+			l.rate += (float64(tokens)/took.Seconds() - l.rate) / float64(min(len(l.predict.lengths.done), 50))
+		}
 		if l.watch == nil || !l.watch.poll(l.useLoad) {
 			l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
 		}
+		l.predicted(1)
 	}
 	l.releaseLocked(l.groups[name])
 }
@@ -139,34 +161,106 @@ func (l *limiter) stalled() {
 	defer l.mu.Unlock()
 	if l.auto != nil && (l.watch == nil || l.watch.isOff()) {
 		l.limit = l.auto.stalled(l.limit)
+		// The cache overflowed about now: what the client counts in
+		// flight is its size, near enough, for the predictor.
+		held := l.overhead * float64(l.inflight)
+		for _, f := range l.flightStates(time.Now(), 0) {
+			held += f.tokens
+		}
+		if l.capacity == 0 || held < l.capacity {
+			l.capacity = held
+		}
+		l.predicted(0)
 	}
 }
 
-// streamGaps notices a streamed answer going silent while it runs, as a
-// preempted request does while it waits to be re-admitted and recomputed.
-type streamGaps struct {
-	l    *limiter
-	last time.Time
-	mean float64
-	n    int
-	told bool
+// predicted sets the limit to the requests in flight (less leaving, one
+// being released) and as many more as the predictor finds room for; it
+// reports false, leaving the limit, until the predictor can decide.
+func (l *limiter) predicted(leaving int) bool {
+	if l.predict == nil || !l.predict.ready() || l.capacity <= 0 {
+		return false
+	}
+	st := kvState{capacity: l.capacity, overhead: l.overhead, flights: l.flightStates(time.Now(), leaving)}
+	room := l.predict.room(st, l.newMax, predictMaxStep)
+	l.limit = math.Max(1, math.Min(float64(l.max), float64(len(st.flights)+room)))
+	return true
 }
 
-// watchStream returns a watch for one request's stream (nil unless the
-// limit is auto).
-func (l *limiter) watchStream() *streamGaps {
+// flightStates lists the requests in flight: those followed with their
+// tokens, and those granted a slot but not yet sent as new ones.
+func (l *limiter) flightStates(now time.Time, leaving int) []inFlight {
+	out := make([]inFlight, 0, l.inflight)
+	for f := range l.flights {
+		out = append(out, inFlight{tokens: f.progress(now, l.streams, l.rate), maxTokens: f.maxTokens})
+	}
+	for range l.inflight - leaving - len(l.flights) {
+		out = append(out, inFlight{maxTokens: l.newMax})
+	}
+	return out
+}
+
+// streamGaps follows one request in flight for an auto limit: how many
+// tokens it has produced, for the predictor, and its stream going silent
+// while it runs, as a preempted request does while it waits to be
+// re-admitted and recomputed.
+type streamGaps struct {
+	l         *limiter
+	start     time.Time
+	maxTokens float64
+	tokens    atomic.Int64
+	last      time.Time
+	mean      float64
+	n         int
+	told      bool
+}
+
+// watchStream returns a watch for one request, sent now with maxTokens
+// (nil unless the limit is auto); end must be called when it is over.
+func (l *limiter) watchStream(maxTokens int) *streamGaps {
 	if l.auto == nil {
 		return nil
 	}
-	return &streamGaps{l: l, last: time.Now()}
+	now := time.Now()
+	s := &streamGaps{l: l, start: now, last: now, maxTokens: float64(maxTokens)}
+	l.mu.Lock()
+	l.flights[s] = struct{}{}
+	l.newMax = float64(maxTokens)
+	l.mu.Unlock()
+	return s
 }
 
-// event records a stream event; a gap twenty times the usual one (and
-// over 100 ms) is a stall, told once per request.
-func (s *streamGaps) event() {
+// end stops following the request; promptTokens is what its prompt held
+// (0: unknown), learned as every request's share of the cache.
+func (s *streamGaps) end(promptTokens int) {
 	if s == nil {
 		return
 	}
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	delete(s.l.flights, s)
+	if promptTokens > 0 {
+		s.l.overhead += (float64(promptTokens) - s.l.overhead) / 20
+	}
+}
+
+// progress is the tokens the request has produced: streamed, or its age
+// times the rate answers are produced at.
+func (s *streamGaps) progress(now time.Time, streamed bool, rate float64) float64 {
+	if streamed {
+		return math.Min(s.maxTokens, float64(s.tokens.Load()))
+	}
+	return math.Min(s.maxTokens, now.Sub(s.start).Seconds()*rate)
+}
+
+// event records a stream event with the tokens produced so far; a gap
+// twenty times the usual one (and over 100 ms) is a stall, told once per
+// request.
+func (s *streamGaps) event(tokens int) {
+	if s == nil {
+		return
+	}
+	s.tokens.Store(int64(tokens))
 	now := time.Now()
 	gap := now.Sub(s.last).Seconds()
 	s.last = now
@@ -188,6 +282,10 @@ func (l *limiter) useLoad(ld serverLoad) {
 	}
 	l.limit = l.kv.next(l.limit, float64(l.max), l.completed, age, ld)
 	l.completed = 0
+	if ld.capacity > 0 {
+		l.capacity = ld.capacity
+	}
+	l.predicted(0)
 	l.dispatch()
 }
 

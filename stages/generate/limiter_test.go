@@ -127,14 +127,14 @@ func TestGradient_StallSetsCeiling(t *testing.T) {
 
 func TestStreamGaps_TellsAStallOnce(t *testing.T) {
 	l := newLimiter(40, 400, true)
-	s := l.watchStream()
+	s := l.watchStream(1000)
 	for range 10 {
-		s.event()
+		s.event(0)
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(150 * time.Millisecond)
-	s.event()
-	s.event()
+	s.event(0)
+	s.event(0)
 	if got := l.current(); got != 36 {
 		t.Errorf("limit %d after a stream went silent for 150 ms; want 36", got)
 	}

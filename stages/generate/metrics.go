@@ -23,6 +23,9 @@ type serverLoad struct {
 	// preempted counts retractions (SGLang) or preemptions (vLLM) since
 	// the servers started.
 	preempted float64
+	// capacity is the KV cache's size in tokens, summed over the servers
+	// (0: not exported).
+	capacity float64
 }
 
 // Metric names SGLang (python/sglang/srt/metrics/collector.py) and vLLM
@@ -36,6 +39,7 @@ var loadMetrics = map[string]func(l *serverLoad, v float64){
 	"vllm:kv_cache_usage_perc":            func(l *serverLoad, v float64) { l.usage = max(l.usage, v) },
 	"vllm:gpu_cache_usage_perc":           func(l *serverLoad, v float64) { l.usage = max(l.usage, v) },
 	"sglang:num_retracted_requests_total": func(l *serverLoad, v float64) { l.preempted += v },
+	"sglang:max_total_num_tokens":         func(l *serverLoad, v float64) { l.capacity += v },
 	"vllm:num_preemptions_total":          func(l *serverLoad, v float64) { l.preempted += v },
 }
 
@@ -179,6 +183,7 @@ func (w *loadWatch) fetch() (serverLoad, error) {
 		total.running += l.running
 		total.queued += l.queued
 		total.preempted += l.preempted
+		total.capacity += l.capacity
 		total.usage += l.usage / float64(len(w.urls))
 	}
 	return total, nil

@@ -155,11 +155,13 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	watchdog := time.AfterFunc(timeout, func() { cancel(errTimedOut) })
 	defer watchdog.Stop()
 	r := *req
-	gaps := e.lim.watchStream()
+	gaps := e.lim.watchStream(req.MaxTokens)
+	prompt := 0
+	defer func() { gaps.end(prompt) }()
 	var first atomic.Int64
 	r.Progress = func(p backend.Progress) {
 		watchdog.Reset(timeout)
-		gaps.event()
+		gaps.event(p.Tokens)
 		first.CompareAndSwap(0, time.Now().UnixMilli())
 		if req.Progress != nil {
 			req.Progress(p)
@@ -184,7 +186,7 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	}
 	switch {
 	case err == nil:
-		tokens = gen.CompletionTokens
+		tokens, prompt = gen.CompletionTokens, gen.PromptTokens
 	case context.Cause(ctx) == errTimedOut:
 		msg := fmt.Sprintf("nothing received for %s", timeout)
 		if !e.streams && timeout < shortTimeout {

@@ -1,0 +1,290 @@
+package generate
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// kvPredict decides concurrency: auto from each running request's own
+// future, not the cache's aggregate. A request holds its prompt and every
+// token it has produced until it ends; the client knows how far each is
+// (streamed tokens, or its age times the decode rate) and learns how long
+// answers run from the ones that ended. Sending one more request is safe
+// when, over draws of how long each running answer will still run, the
+// cache they will hold together (each growing a token a step until it
+// ends) overflows in at most a fraction eps of the draws. Lognormal answer
+// lengths make the cache a fixed batch holds swing by a quarter; this
+// fills it while the running answers are young or ending and holds back
+// while long ones are growing, which a limit on the count cannot.
+type kvPredict struct {
+	lengths endedLengths
+	// eps is the overflow probability accepted per decision.
+	eps   float64
+	draws int
+	rng   *rand.Rand
+	// buffers reused across decisions.
+	rem, held []float64
+	order     []int
+}
+
+// inFlight is what the client knows of one request in flight: the tokens
+// it has produced (streamed, or estimated from its age) and its cap.
+type inFlight struct {
+	tokens, maxTokens float64
+}
+
+// kvState is the server as a decision sees it: the cache's size in tokens,
+// the prompt tokens a request holds on average, and the requests in flight.
+type kvState struct {
+	capacity, overhead float64
+	flights            []inFlight
+}
+
+const (
+	// predictDraws is the Monte Carlo sample per decision: enough to tell
+	// a 5% overflow chance from 10% (standard error 1.4%), cheap at a
+	// hundred requests in flight (about 0.3 ms).
+	predictDraws = 256
+	// predictEps is the overflow chance accepted for one more request.
+	predictEps = 0.05
+	// predictMinDone is how many answers must have ended before their
+	// lengths are trusted.
+	predictMinDone = 10
+	// predictMaxStep bounds the requests one decision adds: the next
+	// decision sees them running.
+	predictMaxStep = 8
+)
+
+func newKVPredict(seed uint64) *kvPredict {
+	return &kvPredict{eps: predictEps, draws: predictDraws, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// ready says whether enough answers ended to decide by their lengths.
+func (p *kvPredict) ready() bool { return len(p.lengths.done) >= predictMinDone }
+
+// room returns how many more requests (up to most) may be sent now: the
+// largest k for which the running ones and k new ones overflow the cache
+// in at most eps of the draws.
+func (p *kvPredict) room(st kvState, newMax float64, most int) int {
+	if st.capacity <= 0 {
+		return 0
+	}
+	running := make([]float64, len(st.flights))
+	for i, f := range st.flights {
+		running[i] = f.tokens
+	}
+	curve := p.lengths.fit(running)
+	// Common draws for every k: the running requests' lengths are drawn
+	// once, the new ones' appended, so a larger k never looks safer by
+	// luck.
+	n := len(st.flights)
+	lens := make([][]float64, p.draws)
+	for d := range lens {
+		row := make([]float64, n, n+most)
+		for i, f := range st.flights {
+			row[i] = curve.sample(f.tokens, p.rng.Float64(), f.maxTokens)
+		}
+		lens[d] = row
+	}
+	k := 0
+	for k < most {
+		over := 0
+		for d := range lens {
+			lens[d] = append(lens[d], curve.sample(0, p.rng.Float64(), newMax))
+			if p.peak(st, lens[d], newMax) > st.capacity {
+				over++
+			}
+		}
+		if float64(over) > p.eps*float64(p.draws) {
+			break
+		}
+		k++
+	}
+	return k
+}
+
+// peak is the most cache the requests will hold at once with the given
+// lengths, the first len(st.flights) at their current tokens and the rest
+// new: every one grows a token a step until it ends, so the total peaks
+// just before one of them ends.
+func (p *kvPredict) peak(st kvState, lens []float64, newMax float64) float64 {
+	n := len(lens)
+	p.rem, p.held, p.order = p.rem[:0], p.held[:0], p.order[:0]
+	for i, l := range lens {
+		cur := 0.0
+		if i < len(st.flights) {
+			cur = st.flights[i].tokens
+		}
+		p.rem = append(p.rem, math.Max(0, l-cur))
+		p.held = append(p.held, st.overhead+cur)
+		p.order = append(p.order, i)
+	}
+	slices.SortFunc(p.order, func(a, b int) int { return cmpFloat(p.rem[a], p.rem[b]) })
+	// suffix: the cache held now by the requests still running at the
+	// i-th end in order, and how many they are.
+	suffix := 0.0
+	best := 0.0
+	for j := n - 1; j >= 0; j-- {
+		i := p.order[j]
+		suffix += p.held[i]
+		best = math.Max(best, suffix+float64(n-j)*p.rem[i])
+	}
+	return best
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// endedLengths learns how long answers run from those that ended. The
+// budget's lengthModel fits a lognormal for an expectation; decisions here
+// draw lengths, and the ended ones themselves follow a distribution that
+// is not lognormal (a spike at max_tokens, several datasets' mixture)
+// better than any fit.
+type endedLengths struct {
+	done []float64 // sorted
+}
+
+func (m *endedLengths) add(tokens float64) {
+	i, _ := slices.BinarySearch(m.done, tokens)
+	m.done = slices.Insert(m.done, i, tokens)
+}
+
+// lengthCurve is the Kaplan-Meier survival of answer lengths, with
+// running answers as censored observations (an answer running at 5,000
+// tokens is one that runs past 5,000: leaving it out would bias the
+// lengths short, since short answers end first), and beyond the longest
+// ended answer a lognormal fitted to the same censored data.
+type lengthCurve struct {
+	at, surv  []float64 // survival just after each distinct ended length
+	mu, sigma float64
+}
+
+// fit makes the curve from the ended lengths and the running ones'
+// tokens so far.
+func (m *endedLengths) fit(running []float64) lengthCurve {
+	cens := slices.Clone(running)
+	slices.Sort(cens)
+	var c lengthCurve
+	s := 1.0
+	ci := 0
+	for i := 0; i < len(m.done); {
+		t := m.done[i]
+		j := i
+		for j < len(m.done) && m.done[j] == t {
+			j++
+		}
+		for ci < len(cens) && cens[ci] < t {
+			ci++
+		}
+		// At risk: ended at t or later, and running at t or beyond.
+		atRisk := float64(len(m.done)-i) + float64(len(cens)-ci)
+		s *= 1 - float64(j-i)/atRisk
+		c.at = append(c.at, t)
+		c.surv = append(c.surv, s)
+		i = j
+	}
+	c.mu, c.sigma = fitLogNormal(m.done, cens)
+	return c
+}
+
+// fitLogNormal estimates a lognormal's parameters from exact and
+// right-censored values by expectation-maximisation on their logarithms.
+func fitLogNormal(exact, censored []float64) (mu, sigma float64) {
+	var xs, cs []float64
+	for _, v := range exact {
+		xs = append(xs, math.Log(math.Max(v, 1)))
+	}
+	for _, v := range censored {
+		if v >= 1 {
+			cs = append(cs, math.Log(v))
+		}
+	}
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mu += x
+	}
+	mu /= float64(len(xs))
+	for _, x := range xs {
+		sigma += (x - mu) * (x - mu)
+	}
+	sigma = math.Max(0.1, math.Sqrt(sigma/float64(len(xs))))
+	n := float64(len(xs) + len(cs))
+	for range 30 {
+		s1, s2 := 0.0, 0.0
+		for _, x := range xs {
+			s1 += x
+			s2 += x * x
+		}
+		for _, a := range cs {
+			alpha := (a - mu) / sigma
+			tail := 0.5 * math.Erfc(alpha/math.Sqrt2)
+			if tail < 1e-12 {
+				// Far past the fitted lengths: it is about its bound.
+				s1 += a
+				s2 += a * a
+				continue
+			}
+			mills := math.Exp(-alpha*alpha/2) / math.Sqrt(2*math.Pi) / tail
+			s1 += mu + sigma*mills
+			s2 += mu*mu + sigma*sigma + sigma*(a+mu)*mills
+		}
+		mu = s1 / n
+		sigma = math.Max(0.1, math.Sqrt(math.Max(0, s2/n-mu*mu)))
+	}
+	return mu, sigma
+}
+
+// survival is the chance an answer runs past tokens.
+func (c lengthCurve) survival(tokens float64) float64 {
+	// The survival after the last ended length at or before tokens.
+	i, found := slices.BinarySearch(c.at, tokens)
+	if found {
+		return c.surv[i]
+	}
+	if i == 0 {
+		return 1
+	}
+	return c.surv[i-1]
+}
+
+// sample draws the length of an answer now at tokens, from u uniform in
+// [0,1), capped at limit.
+func (c lengthCurve) sample(tokens, u, limit float64) float64 {
+	if tokens >= limit {
+		return limit
+	}
+	// The length whose survival is the u-th part of the way down from
+	// the survival at tokens: the curve conditioned on running past it.
+	s0 := c.survival(tokens)
+	target := s0 * (1 - u)
+	i, _ := slices.BinarySearch(c.at, tokens)
+	for ; i < len(c.at); i++ {
+		if c.at[i] > tokens && c.surv[i] <= target {
+			return math.Min(limit, c.at[i])
+		}
+	}
+	// Past the longest ended answer: the lognormal's tail above it, as
+	// far into it as target is into the survival left there.
+	from, last := tokens, s0
+	if len(c.at) > 0 {
+		from = math.Max(from, c.at[len(c.at)-1])
+		last = math.Min(s0, c.surv[len(c.surv)-1])
+	}
+	if c.sigma <= 0 || last <= 0 {
+		return limit
+	}
+	v := math.Max(0, (last-target)/last)
+	lo := 0.5 * math.Erfc(-(math.Log(math.Max(from, 1))-c.mu)/(c.sigma*math.Sqrt2))
+	q := math.Min(lo+(1-lo)*v, 1-1e-12)
+	return math.Min(limit, math.Max(from, math.Exp(c.mu+c.sigma*math.Sqrt2*math.Erfinv(2*q-1))))
+}

@@ -1,0 +1,168 @@
+package generate
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestLengthCurve_CountsRunningAsCensored: Kaplan-Meier over ended
+// answers, with the running ones at risk up to their tokens so far.
+func TestLengthCurve_CountsRunningAsCensored(t *testing.T) {
+	var m endedLengths
+	for _, n := range []float64{300, 100, 200} {
+		m.add(n)
+	}
+	c := m.fit([]float64{250})
+	// At 100: 1 of 4 at risk ends; at 200: 1 of 3; at 300 the running
+	// answer (past 250 only) is no longer counted at risk: 1 of 1.
+	for _, tt := range []struct{ at, want float64 }{
+		{50, 1}, {100, 0.75}, {150, 0.75}, {200, 0.5}, {299, 0.5}, {300, 0},
+	} {
+		if got := c.survival(tt.at); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("survival(%v) = %v; want %v", tt.at, got, tt.want)
+		}
+	}
+	// An answer running at 150 ends at 200 a third of the time (the
+	// survival falls from 0.75 to 0.5 there), else at 300.
+	n200 := 0
+	for i := range 1000 {
+		switch l := c.sample(150, (float64(i)+0.5)/1000, 1e6); l {
+		case 200:
+			n200++
+		case 300:
+		default:
+			t.Fatalf("sample after 150 = %v; want 200 or 300", l)
+		}
+	}
+	if n200 != 333 {
+		t.Errorf("%d of 1000 draws after 150 end at 200; want 333", n200)
+	}
+}
+
+// TestFitLogNormal_Censored: answers that ended early are the short ones;
+// counting the running ones as censored recovers the lengths' lognormal,
+// which the ended ones alone understate.
+func TestFitLogNormal_Censored(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const mu, sigma = 8.0, 1.0
+	var ended, running []float64
+	for range 2000 {
+		l := math.Exp(mu + sigma*rng.NormFloat64())
+		// Started at random times over the last 6,000 tokens' worth.
+		if age := 6000 * rng.Float64(); l <= age {
+			ended = append(ended, l)
+		} else {
+			running = append(running, age)
+		}
+	}
+	gotMu, gotSigma := fitLogNormal(ended, running)
+	if math.Abs(gotMu-mu) > 0.1 || math.Abs(gotSigma-sigma) > 0.1 {
+		t.Errorf("fit with censoring: mu %.3f sigma %.3f; want %v and %v", gotMu, gotSigma, mu, sigma)
+	}
+	naive, _ := fitLogNormal(ended, nil)
+	if naive > mu-0.5 {
+		t.Errorf("ended answers alone gave mu %.3f: the test's censoring is too light to matter", naive)
+	}
+}
+
+// TestKVPredict_Room: how many more requests a decision lets through, over
+// synthetic server states. With every ended answer 1,000 tokens long, the
+// future is certain and the answer exact.
+func TestKVPredict_Room(t *testing.T) {
+	at := func(tokens ...float64) []inFlight {
+		var out []inFlight
+		for _, n := range tokens {
+			out = append(out, inFlight{tokens: n, maxTokens: 16384})
+		}
+		return out
+	}
+	fixed := func() *kvPredict {
+		p := newKVPredict(1)
+		for range 20 {
+			p.lengths.add(1000)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		p    func() *kvPredict
+		st   kvState
+		most int
+		want int
+	}{
+		// Four halfway answers end at step 500 holding 4,000; k new ones
+		// peak then at 4,000 + 500k, and at 1,000k just before they end.
+		{"halfway batch", fixed, kvState{capacity: 10000, flights: at(500, 500, 500, 500)}, 20, 10},
+		// The same four just started: together they peak at 4,000 + 1,000k.
+		{"young batch", fixed, kvState{capacity: 10000, flights: at(0, 0, 0, 0)}, 20, 6},
+		// Prompts of 250 tokens: 4 x 1,250 + 1,250k.
+		{"prompts count", fixed, kvState{capacity: 10000, overhead: 250, flights: at(0, 0, 0, 0)}, 20, 4},
+		// Already over: nothing more.
+		{"full", fixed, kvState{capacity: 3000, flights: at(900, 900, 900, 900)}, 20, 0},
+		{"bounded by most", fixed, kvState{capacity: 1e9}, 8, 8},
+		{"no capacity known", fixed, kvState{}, 8, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p().room(tt.st, 16384, tt.most); got != tt.want {
+				t.Errorf("room = %d; want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLengthCurve_RunsOnPastTheLongest: an answer running past every
+// ended one is drawn from the fitted lognormal's tail above its tokens:
+// never shorter than it is, never over its cap, and longer by a share of
+// what it ran (lognormal answers that ran long tend to run on).
+func TestLengthCurve_RunsOnPastTheLongest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var m endedLengths
+	for range 300 {
+		m.add(math.Min(3000, math.Exp(6+rng.NormFloat64())))
+	}
+	c := m.fit([]float64{5000})
+	sum := 0.0
+	for i := range 1000 {
+		l := c.sample(5000, (float64(i)+0.5)/1000, 16384)
+		if l < 5000 || l > 16384 {
+			t.Fatalf("drew %v for an answer at 5,000 capped at 16,384", l)
+		}
+		sum += l
+	}
+	if mean := sum / 1000; mean < 5500 {
+		t.Errorf("mean %v drawn for an answer at 5,000; want it to run on", mean)
+	}
+}
+
+// TestLimiter_PredictsFromStreamedTokens: once answers have ended and the
+// metrics gave the cache's size, releasing a request lets through as many
+// as the requests in flight, at their streamed tokens, leave room for.
+func TestLimiter_PredictsFromStreamedTokens(t *testing.T) {
+	l := newLimiter(4, 400, true)
+	l.streams = true
+	l.capacity = 7000
+	for range predictMinDone {
+		l.predict.lengths.add(1000)
+	}
+	var ws []*streamGaps
+	for range 5 {
+		ws = append(ws, l.watchStream(16384))
+		l.inflight++
+	}
+	for _, w := range ws[:4] {
+		w.event(500)
+	}
+	// The fifth ends at 1,000 and leaves: the four at 500 hold 4,000
+	// at their end (step 500) with k new ones at 500 each, and the new
+	// ones 1,000k at theirs: six more fit in 7,000.
+	ws[4].event(1000)
+	ws[4].end(0)
+	l.groups["a"] = &group{weight: 1, inflight: 5}
+	l.release("a", time.Second, 1000)
+	if got := l.current(); got != 10 {
+		t.Errorf("limit %d; want 4 running and 6 more", got)
+	}
+}
