@@ -1,9 +1,12 @@
 package generate
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
+	"time"
 )
 
 // kvPredict decides concurrency: auto from each running request's own
@@ -23,9 +26,13 @@ type kvPredict struct {
 	eps   float64
 	draws int
 	rng   *rand.Rand
-	// buffers reused across decisions.
-	rem, held []float64
-	order     []int
+	// ends is a buffer reused across decisions.
+	ends []seqEnd
+	// curve is the last fit, made when fitted answers had ended: refitting
+	// as new answers end is enough, the running ones' progress moves it
+	// little between two ends.
+	curve  lengthCurve
+	fitted int
 }
 
 // inFlight is what the client knows of one request in flight: the tokens
@@ -42,26 +49,36 @@ type kvState struct {
 }
 
 const (
-	// predictDraws is the Monte Carlo sample per decision: enough to tell
-	// a 5% overflow chance from 10% (standard error 1.4%), cheap at a
-	// hundred requests in flight (about 0.3 ms).
+	// predictDraws is the Monte Carlo sample per decision: a standard
+	// error under 1% on a 2% chance, in about a millisecond for 50
+	// requests in flight.
 	predictDraws = 256
-	// predictEps is the overflow chance accepted for one more request.
-	predictEps = 0.05
+	// predictEps is the overflow chance accepted for one more request:
+	// decisions are many (every 20 ms), and 5% let a preemption through
+	// every few hundred answers.
+	predictEps = 0.02
 	// predictMinDone is how many answers must have ended before their
-	// lengths are trusted.
+	// lengths are trusted, and at least as many as are in flight: the
+	// first to end are the short ones, and the running ones, all young,
+	// say little yet of how long the rest will run.
 	predictMinDone = 10
 	// predictMaxStep bounds the requests one decision adds: the next
 	// decision sees them running.
-	predictMaxStep = 8
+	predictMaxStep = 4
+	// predictEvery spaces decisions: in between, a request that ends is
+	// replaced, as with a fixed limit.
+	predictEvery = 20 * time.Millisecond
 )
 
 func newKVPredict(seed uint64) *kvPredict {
 	return &kvPredict{eps: predictEps, draws: predictDraws, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
-// ready says whether enough answers ended to decide by their lengths.
-func (p *kvPredict) ready() bool { return len(p.lengths.done) >= predictMinDone }
+// ready says whether enough answers ended to decide by their lengths,
+// with inflight requests in flight.
+func (p *kvPredict) ready(inflight int) bool {
+	return len(p.lengths.done) >= max(predictMinDone, inflight)
+}
 
 // room returns how many more requests (up to most) may be sent now: the
 // largest k for which the running ones and k new ones overflow the cache
@@ -70,11 +87,14 @@ func (p *kvPredict) room(st kvState, newMax float64, most int) int {
 	if st.capacity <= 0 {
 		return 0
 	}
-	running := make([]float64, len(st.flights))
-	for i, f := range st.flights {
-		running[i] = f.tokens
+	if p.fitted != len(p.lengths.done) {
+		running := make([]float64, len(st.flights))
+		for i, f := range st.flights {
+			running[i] = f.tokens
+		}
+		p.curve, p.fitted = p.lengths.fit(running), len(p.lengths.done)
 	}
-	curve := p.lengths.fit(running)
+	curve := p.curve
 	// Common draws for every k: the running requests' lengths are drawn
 	// once, the new ones' appended, so a larger k never looks safer by
 	// luck.
@@ -92,7 +112,7 @@ func (p *kvPredict) room(st kvState, newMax float64, most int) int {
 		over := 0
 		for d := range lens {
 			lens[d] = append(lens[d], curve.sample(0, p.rng.Float64(), newMax))
-			if p.peak(st, lens[d], newMax) > st.capacity {
+			if p.peak(st, lens[d]) > st.capacity {
 				over++
 			}
 		}
@@ -104,43 +124,32 @@ func (p *kvPredict) room(st kvState, newMax float64, most int) int {
 	return k
 }
 
+// seqEnd is one request in a draw: the steps until it ends and the
+// cache it holds now.
+type seqEnd struct{ rem, held float64 }
+
 // peak is the most cache the requests will hold at once with the given
 // lengths, the first len(st.flights) at their current tokens and the rest
 // new: every one grows a token a step until it ends, so the total peaks
 // just before one of them ends.
-func (p *kvPredict) peak(st kvState, lens []float64, newMax float64) float64 {
-	n := len(lens)
-	p.rem, p.held, p.order = p.rem[:0], p.held[:0], p.order[:0]
+func (p *kvPredict) peak(st kvState, lens []float64) float64 {
+	p.ends = p.ends[:0]
 	for i, l := range lens {
 		cur := 0.0
 		if i < len(st.flights) {
 			cur = st.flights[i].tokens
 		}
-		p.rem = append(p.rem, math.Max(0, l-cur))
-		p.held = append(p.held, st.overhead+cur)
-		p.order = append(p.order, i)
+		p.ends = append(p.ends, seqEnd{rem: math.Max(0, l-cur), held: st.overhead + cur})
 	}
-	slices.SortFunc(p.order, func(a, b int) int { return cmpFloat(p.rem[a], p.rem[b]) })
-	// suffix: the cache held now by the requests still running at the
-	// i-th end in order, and how many they are.
-	suffix := 0.0
-	best := 0.0
-	for j := n - 1; j >= 0; j-- {
-		i := p.order[j]
-		suffix += p.held[i]
-		best = math.Max(best, suffix+float64(n-j)*p.rem[i])
+	slices.SortFunc(p.ends, func(a, b seqEnd) int { return cmp.Compare(a.rem, b.rem) })
+	// Going back from the last to end: what those still running at the
+	// j-th end hold now, and how many they are.
+	suffix, best := 0.0, 0.0
+	for j := len(p.ends) - 1; j >= 0; j-- {
+		suffix += p.ends[j].held
+		best = math.Max(best, suffix+float64(len(p.ends)-j)*p.ends[j].rem)
 	}
 	return best
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // endedLengths learns how long answers run from those that ended. The
@@ -267,24 +276,23 @@ func (c lengthCurve) sample(tokens, u, limit float64) float64 {
 	// the survival at tokens: the curve conditioned on running past it.
 	s0 := c.survival(tokens)
 	target := s0 * (1 - u)
-	i, _ := slices.BinarySearch(c.at, tokens)
-	for ; i < len(c.at); i++ {
-		if c.at[i] > tokens && c.surv[i] <= target {
-			return math.Min(limit, c.at[i])
-		}
+	from, _ := slices.BinarySearch(c.at, math.Nextafter(tokens, math.Inf(1)))
+	// surv does not increase: the first length past tokens down to target.
+	if i := from + sort.Search(len(c.surv)-from, func(j int) bool { return c.surv[from+j] <= target }); i < len(c.at) {
+		return math.Min(limit, c.at[i])
 	}
 	// Past the longest ended answer: the lognormal's tail above it, as
 	// far into it as target is into the survival left there.
-	from, last := tokens, s0
+	above, last := tokens, s0
 	if len(c.at) > 0 {
-		from = math.Max(from, c.at[len(c.at)-1])
+		above = math.Max(above, c.at[len(c.at)-1])
 		last = math.Min(s0, c.surv[len(c.surv)-1])
 	}
 	if c.sigma <= 0 || last <= 0 {
 		return limit
 	}
 	v := math.Max(0, (last-target)/last)
-	lo := 0.5 * math.Erfc(-(math.Log(math.Max(from, 1))-c.mu)/(c.sigma*math.Sqrt2))
+	lo := 0.5 * math.Erfc(-(math.Log(math.Max(above, 1))-c.mu)/(c.sigma*math.Sqrt2))
 	q := math.Min(lo+(1-lo)*v, 1-1e-12)
-	return math.Min(limit, math.Max(from, math.Exp(c.mu+c.sigma*math.Sqrt2*math.Erfinv(2*q-1))))
+	return math.Min(limit, math.Max(above, math.Exp(c.mu+c.sigma*math.Sqrt2*math.Erfinv(2*q-1))))
 }

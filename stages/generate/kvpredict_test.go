@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 // TestLengthCurve_CountsRunningAsCensored: Kaplan-Meier over ended
@@ -143,7 +145,7 @@ func TestLengthCurve_RunsOnPastTheLongest(t *testing.T) {
 func TestLimiter_PredictsFromStreamedTokens(t *testing.T) {
 	l := newLimiter(4, 400, true)
 	l.streams = true
-	l.capacity = 7000
+	l.capacity = 5500
 	for range predictMinDone {
 		l.predict.lengths.add(1000)
 	}
@@ -153,16 +155,16 @@ func TestLimiter_PredictsFromStreamedTokens(t *testing.T) {
 		l.inflight++
 	}
 	for _, w := range ws[:4] {
-		w.event(500)
+		w.event(backend.Progress{Tokens: 500, Exact: true})
 	}
 	// The fifth ends at 1,000 and leaves: the four at 500 hold 4,000
 	// at their end (step 500) with k new ones at 500 each, and the new
-	// ones 1,000k at theirs: six more fit in 7,000.
-	ws[4].event(1000)
-	ws[4].end(0)
+	// ones 1,000k at theirs: three more fit in 5,500.
+	ws[4].event(backend.Progress{Tokens: 1000, Exact: true})
+	ws[4].end(0, 1000)
 	l.groups["a"] = &group{weight: 1, inflight: 5}
 	l.release("a", time.Second, 1000)
-	if got := l.current(); got != 10 {
-		t.Errorf("limit %d; want 4 running and 6 more", got)
+	if got := l.current(); got != 7 {
+		t.Errorf("limit %d; want 4 running and 3 more", got)
 	}
 }

@@ -2,10 +2,15 @@ package generate
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 // limiter hands out an endpoint's request slots. Instances (one per
@@ -37,16 +42,31 @@ type limiter struct {
 	// from the server's metrics, or the cache the client counted when a
 	// preemption showed). flights are the requests in flight it follows,
 	// streams whether their tokens are streamed (else they are estimated
-	// from age at rate tokens a second), overhead the prompt tokens a
-	// request holds and newMax the max_tokens of the latest request.
+	// from their age), pace what a character and a second are worth in
+	// tokens, overhead the prompt tokens a request holds and newMax the
+	// max_tokens of the latest request.
 	predict  *kvPredict
 	flights  map[*streamGaps]struct{}
 	streams  bool
+	pace     pace
 	capacity float64
 	overhead float64
-	rate     float64
 	newMax   float64
+	// held logs the tokens the client counted in flight at each release,
+	// the last heldLog of them, to look up what the cache held when a
+	// stream that went silent stopped.
+	held []heldAt
+	// decided is when the predictor last decided, and predLimit what.
+	decided   time.Time
+	predLimit float64
 }
+
+type heldAt struct {
+	at     time.Time
+	tokens float64
+}
+
+const heldLog = 512
 
 type group struct {
 	weight   float64
@@ -60,7 +80,7 @@ type waiter struct {
 }
 
 func newLimiter(limit, max int, auto bool) *limiter {
-	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, start: time.Now()}
+	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, start: time.Now(), pace: newPace()}
 	if auto {
 		l.auto = &gradient{probing: true}
 		l.predict = newKVPredict(1)
@@ -143,9 +163,11 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 			l.kv.finished(took.Seconds())
 		}
 		l.predict.lengths.add(float64(tokens))
-		if took > 0 {
-			l.rate += (float64(tokens)/took.Seconds() - l.rate) / float64(min(len(l.predict.lengths.done), 50))
+		l.pace.learnTime(tokens, took)
+		if len(l.held) == heldLog {
+			l.held = append(l.held[:0], l.held[heldLog/2:]...)
 		}
+		l.held = append(l.held, heldAt{time.Now(), l.heldNow(time.Now(), 0)})
 		if l.watch == nil || !l.watch.poll(l.useLoad) {
 			l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
 		}
@@ -154,36 +176,66 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 	l.releaseLocked(l.groups[name])
 }
 
-// stalled hears that a streamed answer went silent while running. With
+// stalled hears that a streamed answer went silent while running, from
+// since until now, while others went on streaming when corroborated. With
 // the server's metrics read, their preemption count says it better.
-func (l *limiter) stalled() {
+func (l *limiter) stalled(since time.Time, corroborated bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.auto != nil && (l.watch == nil || l.watch.isOff()) {
-		l.limit = l.auto.stalled(l.limit)
-		// The cache overflowed about now: what the client counts in
-		// flight is its size, near enough, for the predictor.
-		held := l.overhead * float64(l.inflight)
-		for _, f := range l.flightStates(time.Now(), 0) {
-			held += f.tokens
-		}
-		if l.capacity == 0 || held < l.capacity {
-			l.capacity = held
-		}
-		l.predicted(0)
+	if l.auto == nil || (l.watch != nil && !l.watch.isOff()) {
+		return
 	}
+	l.limit = l.auto.stalled(l.limit)
+	if !corroborated {
+		// Every stream paused at once: the client's machine or the
+		// network, not a preemption, which silences one answer.
+		return
+	}
+	// The server ran out of cache when the answer went silent: what the
+	// client counted in flight then is its size, near enough.
+	i, _ := slices.BinarySearchFunc(l.held, since, func(h heldAt, t time.Time) int { return h.at.Compare(t) })
+	if i == len(l.held) {
+		return
+	}
+	if h := l.held[i].tokens; l.capacity == 0 || h < l.capacity {
+		l.capacity = h
+	}
+	l.predicted(0)
+}
+
+// heldNow is the cache the client counts in flight: prompts and the
+// tokens produced, less leaving requests being released.
+func (l *limiter) heldNow(now time.Time, leaving int) float64 {
+	held := 0.0
+	for _, f := range l.flightStates(now, leaving) {
+		held += l.overhead + f.tokens
+	}
+	return held
 }
 
 // predicted sets the limit to the requests in flight (less leaving, one
 // being released) and as many more as the predictor finds room for; it
 // reports false, leaving the limit, until the predictor can decide.
 func (l *limiter) predicted(leaving int) bool {
-	if l.predict == nil || !l.predict.ready() || l.capacity <= 0 {
+	if l.predict == nil || !l.predict.ready(l.inflight-leaving) || l.capacity <= 0 {
 		return false
 	}
+	if time.Since(l.decided) < predictEvery {
+		l.limit = l.predLimit
+		return true
+	}
+	l.decided = time.Now()
 	st := kvState{capacity: l.capacity, overhead: l.overhead, flights: l.flightStates(time.Now(), leaving)}
 	room := l.predict.room(st, l.newMax, predictMaxStep)
 	l.limit = math.Max(1, math.Min(float64(l.max), float64(len(st.flights)+room)))
+	l.predLimit = l.limit
+	if debugKV {
+		held := 0.0
+		for _, f := range st.flights {
+			held += f.tokens
+		}
+		fmt.Fprintf(os.Stderr, "DBG t=%.2f cap=%.0f held=%.0f n=%d room=%d ended=%d\n", time.Since(l.start).Seconds(), l.capacity, held, len(st.flights), room, len(l.predict.lengths.done))
+	}
 	return true
 }
 
@@ -192,7 +244,7 @@ func (l *limiter) predicted(leaving int) bool {
 func (l *limiter) flightStates(now time.Time, leaving int) []inFlight {
 	out := make([]inFlight, 0, l.inflight)
 	for f := range l.flights {
-		out = append(out, inFlight{tokens: f.progress(now, l.streams, l.rate), maxTokens: f.maxTokens})
+		out = append(out, inFlight{tokens: f.progress(now, l.streams, &l.pace), maxTokens: f.maxTokens})
 	}
 	for range l.inflight - leaving - len(l.flights) {
 		out = append(out, inFlight{maxTokens: l.newMax})
@@ -208,11 +260,15 @@ type streamGaps struct {
 	l         *limiter
 	start     time.Time
 	maxTokens float64
-	tokens    atomic.Int64
-	last      time.Time
-	mean      float64
-	n         int
-	told      bool
+	// tokens and chars are the request's backend.Progress; lastEvent is
+	// when it last streamed (Unix nanoseconds), read by other requests'
+	// stalls.
+	tokens, chars, lastEvent atomic.Int64
+	exact                    atomic.Bool
+	last                     time.Time
+	mean                     float64
+	n                        int
+	told                     bool
 }
 
 // watchStream returns a watch for one request, sent now with maxTokens
@@ -230,46 +286,79 @@ func (l *limiter) watchStream(maxTokens int) *streamGaps {
 	return s
 }
 
-// end stops following the request; promptTokens is what its prompt held
-// (0: unknown), learned as every request's share of the cache.
-func (s *streamGaps) end(promptTokens int) {
+// end stops following the request; prompt and completion are its
+// tokens (0: failed or unknown), prompt learned as every request's share
+// of the cache, completion as what its text was worth.
+func (s *streamGaps) end(prompt, completion int) {
 	if s == nil {
 		return
 	}
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
 	delete(s.l.flights, s)
-	if promptTokens > 0 {
-		s.l.overhead += (float64(promptTokens) - s.l.overhead) / 20
+	if prompt > 0 {
+		s.l.overhead += (float64(prompt) - s.l.overhead) / 20
+	}
+	if completion > 0 {
+		s.l.pace.learnText(int(s.chars.Load()), completion)
 	}
 }
 
-// progress is the tokens the request has produced: streamed, or its age
-// times the rate answers are produced at.
-func (s *streamGaps) progress(now time.Time, streamed bool, rate float64) float64 {
-	if streamed {
-		return math.Min(s.maxTokens, float64(s.tokens.Load()))
+// progress estimates the tokens the request has produced: as counted, or
+// from its text when the stream does not count them; without streaming,
+// from its age.
+func (s *streamGaps) progress(now time.Time, streamed bool, pc *pace) float64 {
+	n := int(s.tokens.Load())
+	switch {
+	case s.exact.Load():
+	case streamed:
+		n = max(n, pc.tokensOf(int(s.chars.Load())))
+	default:
+		n = pc.tokensIn(now.Sub(s.start))
 	}
-	return math.Min(s.maxTokens, now.Sub(s.start).Seconds()*rate)
+	return math.Min(s.maxTokens, float64(n))
 }
 
-// event records a stream event with the tokens produced so far; a gap
-// twenty times the usual one (and over 100 ms) is a stall, told once per
-// request.
-func (s *streamGaps) event(tokens int) {
+// event records a stream event and what the answer has shown so far; a
+// gap twenty times the usual one (and over 100 ms) is a stall, told once
+// per request.
+func (s *streamGaps) event(p backend.Progress) {
 	if s == nil {
 		return
 	}
-	s.tokens.Store(int64(tokens))
+	s.tokens.Store(int64(p.Tokens))
+	s.chars.Store(int64(p.Chars))
+	s.exact.Store(p.Exact)
 	now := time.Now()
 	gap := now.Sub(s.last).Seconds()
+	since := s.last
 	s.last = now
+	s.lastEvent.Store(now.UnixNano())
 	if s.n >= 5 && !s.told && gap > math.Max(20*s.mean, 0.1) {
 		s.told = true
-		s.l.stalled()
+		s.l.stalled(since, s.othersStreamed(since, now))
 	}
 	s.n++
 	s.mean += (gap - s.mean) / float64(min(s.n, 20))
+}
+
+// othersStreamed says whether most other requests in flight streamed in
+// the second half of this one's silence from since to now.
+func (s *streamGaps) othersStreamed(since, now time.Time) bool {
+	mid := since.Add(now.Sub(since) / 2).UnixNano()
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	others, went := 0, 0
+	for f := range s.l.flights {
+		if f == s {
+			continue
+		}
+		others++
+		if f.lastEvent.Load() > mid {
+			went++
+		}
+	}
+	return others >= 2 && 2*went > others
 }
 
 // useLoad sets the limit from a reading of the server's load.
@@ -284,6 +373,9 @@ func (l *limiter) useLoad(ld serverLoad) {
 	l.completed = 0
 	if ld.capacity > 0 {
 		l.capacity = ld.capacity
+	}
+	if debugKV {
+		fmt.Fprintf(os.Stderr, "LOAD t=%.2f used=%.0f held=%.0f run=%.0f q=%.0f pre=%.0f inflight=%d\n", time.Since(l.start).Seconds(), ld.usage*ld.capacity, l.heldNow(time.Now(), 0), ld.running, ld.queued, ld.preempted, l.inflight)
 	}
 	l.predicted(0)
 	l.dispatch()
@@ -444,3 +536,5 @@ func (g *gradient) step(limit, maxLimit, seconds, tokens float64) float64 {
 	next = limit*0.9 + next*0.1
 	return math.Max(1, math.Min(next, maxLimit))
 }
+
+var debugKV = os.Getenv("EAGLET_DEBUG_KV") != ""

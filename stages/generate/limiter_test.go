@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 func TestLimiter_WeightedShares(t *testing.T) {
@@ -129,12 +130,12 @@ func TestStreamGaps_TellsAStallOnce(t *testing.T) {
 	l := newLimiter(40, 400, true)
 	s := l.watchStream(1000)
 	for range 10 {
-		s.event(0)
+		s.event(backend.Progress{})
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(150 * time.Millisecond)
-	s.event(0)
-	s.event(0)
+	s.event(backend.Progress{})
+	s.event(backend.Progress{})
 	if got := l.current(); got != 36 {
 		t.Errorf("limit %d after a stream went silent for 150 ms; want 36", got)
 	}

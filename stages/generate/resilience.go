@@ -157,11 +157,11 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 	r := *req
 	gaps := e.lim.watchStream(req.MaxTokens)
 	prompt := 0
-	defer func() { gaps.end(prompt) }()
+	defer func() { gaps.end(prompt, tokens) }()
 	var first atomic.Int64
 	r.Progress = func(p backend.Progress) {
 		watchdog.Reset(timeout)
-		gaps.event(p.Tokens)
+		gaps.event(p)
 		first.CompareAndSwap(0, time.Now().UnixMilli())
 		if req.Progress != nil {
 			req.Progress(p)

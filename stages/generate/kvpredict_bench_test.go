@@ -1,0 +1,24 @@
+package generate
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func BenchmarkKVPredictRoom(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := newKVPredict(1)
+	for range 600 {
+		p.lengths.add(math.Min(16384, math.Exp(7.8+rng.NormFloat64())))
+	}
+	var st kvState
+	st.capacity = 159277
+	for range 45 {
+		st.flights = append(st.flights, inFlight{tokens: 3000 * rng.Float64() * 2, maxTokens: 16384})
+	}
+	for b.Loop() {
+		p.fitted = 0
+		p.room(st, 16384, 8)
+	}
+}
