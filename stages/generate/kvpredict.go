@@ -28,11 +28,10 @@ type kvPredict struct {
 	rng   *rand.Rand
 	// ends is a buffer reused across decisions.
 	ends []seqEnd
-	// curve is the last fit, made when fitted answers had ended: refitting
-	// as new answers end is enough, the running ones' progress moves it
-	// little between two ends.
+	// curve is the last fit, made when fitted answers had ended.
 	curve  lengthCurve
 	fitted int
+	p0     float64
 }
 
 // inFlight is what the client knows of one request in flight: the tokens
@@ -58,9 +57,7 @@ const (
 	// every few hundred answers.
 	predictEps = 0.02
 	// predictMinDone is how many answers must have ended before their
-	// lengths are trusted, and at least as many as are in flight: the
-	// first to end are the short ones, and the running ones, all young,
-	// say little yet of how long the rest will run.
+	// lengths are trusted.
 	predictMinDone = 10
 	// predictMaxStep bounds the requests one decision adds: the next
 	// decision sees them running.
@@ -75,9 +72,31 @@ func newKVPredict(seed uint64) *kvPredict {
 }
 
 // ready says whether enough answers ended to decide by their lengths,
-// with inflight requests in flight.
-func (p *kvPredict) ready(inflight int) bool {
-	return len(p.lengths.done) >= max(predictMinDone, inflight)
+// with these requests in flight: at least predictMinDone, and half of all
+// answers known to end by the longest that ended (its Kaplan-Meier
+// survival at most a half). Until the median is seen the first answers to
+// end are the short ones, and the running ones, all young, say too
+// little of how long the rest will run: a fit then took answers for
+// short and let the batch overflow.
+func (p *kvPredict) ready(flights []inFlight) bool {
+	if len(p.lengths.done) < predictMinDone {
+		return false
+	}
+	p.refit(flights)
+	return len(p.curve.surv) > 0 && p.curve.surv[len(p.curve.surv)-1] <= 0.5
+}
+
+// refit fits the length curve again when answers ended since the last
+// fit: the running ones' progress moves it little between two ends.
+func (p *kvPredict) refit(flights []inFlight) {
+	if p.fitted == len(p.lengths.done) {
+		return
+	}
+	running := make([]float64, len(flights))
+	for i, f := range flights {
+		running[i] = f.tokens
+	}
+	p.curve, p.fitted = p.lengths.fit(running), len(p.lengths.done)
 }
 
 // room returns how many more requests (up to most) may be sent now: the
@@ -87,13 +106,7 @@ func (p *kvPredict) room(st kvState, newMax float64, most int) int {
 	if st.capacity <= 0 {
 		return 0
 	}
-	if p.fitted != len(p.lengths.done) {
-		running := make([]float64, len(st.flights))
-		for i, f := range st.flights {
-			running[i] = f.tokens
-		}
-		p.curve, p.fitted = p.lengths.fit(running), len(p.lengths.done)
-	}
+	p.refit(st.flights)
 	curve := p.curve
 	// Common draws for every k: the running requests' lengths are drawn
 	// once, the new ones' appended, so a larger k never looks safer by
@@ -106,6 +119,15 @@ func (p *kvPredict) room(st kvState, newMax float64, most int) int {
 			row[i] = curve.sample(f.tokens, p.rng.Float64(), f.maxTokens)
 		}
 		lens[d] = row
+	}
+	if debugKV {
+		over := 0
+		for d := range lens {
+			if p.peak(st, lens[d]) > st.capacity {
+				over++
+			}
+		}
+		p.p0 = float64(over) / float64(len(lens))
 	}
 	k := 0
 	for k < most {

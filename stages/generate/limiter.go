@@ -217,15 +217,18 @@ func (l *limiter) heldNow(now time.Time, leaving int) float64 {
 // being released) and as many more as the predictor finds room for; it
 // reports false, leaving the limit, until the predictor can decide.
 func (l *limiter) predicted(leaving int) bool {
-	if l.predict == nil || !l.predict.ready(l.inflight-leaving) || l.capacity <= 0 {
+	if l.predict == nil || l.capacity <= 0 {
 		return false
 	}
-	if time.Since(l.decided) < predictEvery {
+	if !l.decided.IsZero() && time.Since(l.decided) < predictEvery {
 		l.limit = l.predLimit
 		return true
 	}
-	l.decided = time.Now()
 	st := kvState{capacity: l.capacity, overhead: l.overhead, flights: l.flightStates(time.Now(), leaving)}
+	if !l.predict.ready(st.flights) {
+		return false
+	}
+	l.decided = time.Now()
 	room := l.predict.room(st, l.newMax, predictMaxStep)
 	l.limit = math.Max(1, math.Min(float64(l.max), float64(len(st.flights)+room)))
 	l.predLimit = l.limit
@@ -234,7 +237,7 @@ func (l *limiter) predicted(leaving int) bool {
 		for _, f := range st.flights {
 			held += f.tokens
 		}
-		fmt.Fprintf(os.Stderr, "DBG t=%.2f cap=%.0f held=%.0f n=%d room=%d ended=%d\n", time.Since(l.start).Seconds(), l.capacity, held, len(st.flights), room, len(l.predict.lengths.done))
+		fmt.Fprintf(os.Stderr, "DBG t=%.2f cap=%.0f held=%.0f n=%d room=%d ended=%d p0=%.3f mu=%.2f sigma=%.2f\n", time.Since(l.start).Seconds(), l.capacity, held, len(st.flights), room, len(l.predict.lengths.done), l.predict.p0, l.predict.curve.mu, l.predict.curve.sigma)
 	}
 	return true
 }
