@@ -168,3 +168,37 @@ func TestLimiter_PredictsFromStreamedTokens(t *testing.T) {
 		t.Errorf("limit %d; want 4 running and 3 more", got)
 	}
 }
+
+// TestLimiter_StallTeachesCapacity: without server metrics, a stream
+// that went silent while the others streamed says the cache overflowed
+// when it stopped: what the client counted in flight then becomes the
+// cache's size. A silence every stream shared, or one at a level well
+// under what the cache held before, teaches nothing.
+func TestLimiter_StallTeachesCapacity(t *testing.T) {
+	t0 := time.Now()
+	log := []heldAt{{t0, 100_000}, {t0.Add(time.Second), 150_000}, {t0.Add(2 * time.Second), 120_000}, {t0.Add(3 * time.Second), 160_000}}
+	tests := []struct {
+		name         string
+		since        time.Duration
+		corroborated bool
+		want         float64
+	}{
+		{"at the highest level", 2500 * time.Millisecond, true, 160_000},
+		{"a new high", 500 * time.Millisecond, true, 150_000},
+		{"every stream paused", 2500 * time.Millisecond, false, 0},
+		{"well under a level held before", 1500 * time.Millisecond, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLimiter(40, 400, true)
+			l.held = log
+			l.stalled(t0.Add(tt.since), tt.corroborated)
+			if l.capacity != tt.want {
+				t.Errorf("capacity %v; want %v", l.capacity, tt.want)
+			}
+			if l.current() != 36 {
+				t.Errorf("limit %d after a stall at 40; want 36 either way", l.current())
+			}
+		})
+	}
+}

@@ -192,12 +192,22 @@ func (l *limiter) stalled(since time.Time, corroborated bool) {
 		return
 	}
 	// The server ran out of cache when the answer went silent: what the
-	// client counted in flight then is its size, near enough.
+	// client counted in flight then is its size, near enough. A cache
+	// does not overflow well below what it held before without one, so
+	// a silence at such a level is something else (the client's machine
+	// starved one stream): it teaches nothing.
 	i, _ := slices.BinarySearchFunc(l.held, since, func(h heldAt, t time.Time) int { return h.at.Compare(t) })
 	if i == len(l.held) {
 		return
 	}
-	if h := l.held[i].tokens; l.capacity == 0 || h < l.capacity {
+	h, most := l.held[i].tokens, 0.0
+	for _, x := range l.held[:i] {
+		most = math.Max(most, x.tokens)
+	}
+	if h < 0.9*most {
+		return
+	}
+	if l.capacity == 0 || h < l.capacity {
 		l.capacity = h
 	}
 	l.predicted(0)
