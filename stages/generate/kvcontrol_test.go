@@ -18,8 +18,9 @@ sglang:num_running_reqs{model_name="Qwen/Qwen3-8B"} 41.0
 sglang:num_queue_reqs{model_name="Qwen/Qwen3-8B"} 3.0
 sglang:token_usage{model_name="Qwen/Qwen3-8B"} 0.83
 sglang:num_retracted_requests_total{model_name="Qwen/Qwen3-8B"} 12.0
+sglang:max_total_num_tokens{model_name="Qwen/Qwen3-8B"} 159277.0
 sglang:cache_hit_rate{model_name="Qwen/Qwen3-8B"} 0.5
-`, serverLoad{running: 41, queued: 3, usage: 0.83, preempted: 12}, true},
+`, serverLoad{running: 41, queued: 3, usage: 0.83, preempted: 12, capacity: 159277}, true},
 		{"vllm, two engines, a label with a space", `vllm:num_requests_running{engine="0",model_name="a b"} 10
 vllm:num_requests_running{engine="1",model_name="a b"} 12
 vllm:num_requests_waiting{engine="0",model_name="a b"} 1 1700000000000

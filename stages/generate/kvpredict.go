@@ -31,7 +31,6 @@ type kvPredict struct {
 	// curve is the last fit, made when fitted answers had ended.
 	curve  lengthCurve
 	fitted int
-	p0     float64
 }
 
 // inFlight is what the client knows of one request in flight: the tokens
@@ -119,15 +118,6 @@ func (p *kvPredict) room(st kvState, newMax float64, most int) int {
 			row[i] = curve.sample(f.tokens, p.rng.Float64(), f.maxTokens)
 		}
 		lens[d] = row
-	}
-	if debugKV {
-		over := 0
-		for d := range lens {
-			if p.peak(st, lens[d]) > st.capacity {
-				over++
-			}
-		}
-		p.p0 = float64(over) / float64(len(lens))
 	}
 	k := 0
 	for k < most {

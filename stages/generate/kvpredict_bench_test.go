@@ -6,6 +6,9 @@ import (
 	"testing"
 )
 
+// BenchmarkKVPredictRoom is one admission decision of concurrency: auto
+// with 45 requests in flight and 600 ended answers, refitting the lengths
+// each time (the limiter refits only when an answer ended).
 func BenchmarkKVPredictRoom(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	p := newKVPredict(1)

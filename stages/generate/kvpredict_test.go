@@ -202,3 +202,35 @@ func TestLimiter_StallTeachesCapacity(t *testing.T) {
 		})
 	}
 }
+
+// TestLimiter_CapacityFromMetrics: the cache's size is SGLang's
+// max_total_num_tokens; a server that exports only the share in use
+// (vLLM) has it estimated as what the client counts in flight over that
+// share, while nothing waits at the server.
+func TestLimiter_CapacityFromMetrics(t *testing.T) {
+	tests := []struct {
+		name string
+		load serverLoad
+		want float64
+	}{
+		{"exported", serverLoad{running: 2, usage: 0.5, capacity: 9000}, 9000},
+		{"from usage", serverLoad{running: 2, usage: 0.5}, 2000},
+		{"queued requests hold nothing yet", serverLoad{running: 2, queued: 3, usage: 0.5}, 0},
+		{"too empty to say", serverLoad{running: 2, usage: 0.1}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLimiter(4, 400, true)
+			l.kv, l.streams = newKVControl(), true
+			for range 2 {
+				w := l.watchStream(16384)
+				w.event(backend.Progress{Tokens: 500, Exact: true})
+				l.inflight++
+			}
+			l.useLoad(tt.load)
+			if math.Abs(l.capacity-tt.want) > 1e-9 {
+				t.Errorf("capacity %v; want %v", l.capacity, tt.want)
+			}
+		})
+	}
+}

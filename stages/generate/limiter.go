@@ -2,9 +2,7 @@ package generate
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,6 +25,7 @@ type limiter struct {
 	auto     *gradient
 	// watch and kv, when set, adapt an auto limit to the server's own
 	// load metrics; the gradient stands in while the server has none.
+	// Both hand over to predict once it can decide.
 	watch     *loadWatch
 	kv        *kvControl
 	completed int
@@ -242,13 +241,6 @@ func (l *limiter) predicted(leaving int) bool {
 	room := l.predict.room(st, l.newMax, predictMaxStep)
 	l.limit = math.Max(1, math.Min(float64(l.max), float64(len(st.flights)+room)))
 	l.predLimit = l.limit
-	if debugKV {
-		held := 0.0
-		for _, f := range st.flights {
-			held += f.tokens
-		}
-		fmt.Fprintf(os.Stderr, "DBG t=%.2f cap=%.0f held=%.0f n=%d room=%d ended=%d p0=%.3f mu=%.2f sigma=%.2f\n", time.Since(l.start).Seconds(), l.capacity, held, len(st.flights), room, len(l.predict.lengths.done), l.predict.p0, l.predict.curve.mu, l.predict.curve.sigma)
-	}
 	return true
 }
 
@@ -384,11 +376,17 @@ func (l *limiter) useLoad(ld serverLoad) {
 	}
 	l.limit = l.kv.next(l.limit, float64(l.max), l.completed, age, ld)
 	l.completed = 0
-	if ld.capacity > 0 {
+	switch {
+	case ld.capacity > 0:
 		l.capacity = ld.capacity
-	}
-	if debugKV {
-		fmt.Fprintf(os.Stderr, "LOAD t=%.2f used=%.0f held=%.0f run=%.0f q=%.0f pre=%.0f inflight=%d\n", time.Since(l.start).Seconds(), ld.usage*ld.capacity, l.heldNow(time.Now(), 0), ld.running, ld.queued, ld.preempted, l.inflight)
+	case ld.usage > 0.2 && ld.queued == 0:
+		// The size is not exported (vLLM): what the client counts in
+		// flight over the share of the cache in use says it.
+		est := l.heldNow(time.Now(), 0) / ld.usage
+		if l.capacity == 0 {
+			l.capacity = est
+		}
+		l.capacity += (est - l.capacity) / 10
 	}
 	l.predicted(0)
 	l.dispatch()
@@ -549,5 +547,3 @@ func (g *gradient) step(limit, maxLimit, seconds, tokens float64) float64 {
 	next = limit*0.9 + next*0.1
 	return math.Max(1, math.Min(next, maxLimit))
 }
-
-var debugKV = os.Getenv("EAGLET_DEBUG_KV") != ""
