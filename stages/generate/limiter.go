@@ -55,6 +55,9 @@ type limiter struct {
 	// the last heldLog of them, to look up what the cache held when a
 	// stream that went silent stopped.
 	held []heldAt
+	// stalls are the levels of the last silences that could teach the
+	// cache's size.
+	stalls []heldAt
 	// decided is when the predictor last decided, and predLimit what.
 	decided   time.Time
 	predLimit float64
@@ -194,23 +197,36 @@ func (l *limiter) stalled(since time.Time, corroborated bool) {
 	// client counted in flight then is its size, near enough. A cache
 	// does not overflow well below what it held before without one, so
 	// a silence at such a level is something else (the client's machine
-	// starved one stream): it teaches nothing.
+	// starved one stream), and so is one level seen once: the size is
+	// taken from two silences at least half a second apart at levels
+	// within a tenth of each other, the lower.
 	i, _ := slices.BinarySearchFunc(l.held, since, func(h heldAt, t time.Time) int { return h.at.Compare(t) })
 	if i == len(l.held) {
 		return
 	}
-	h, most := l.held[i].tokens, 0.0
+	h, most := l.held[i], 0.0
 	for _, x := range l.held[:i] {
 		most = math.Max(most, x.tokens)
 	}
-	if h < 0.9*most {
+	if h.tokens < 0.9*most {
 		return
 	}
-	if l.capacity == 0 || h < l.capacity {
-		l.capacity = h
+	for _, c := range l.stalls {
+		if h.at.Sub(c.at).Abs() >= stallsApart && math.Abs(h.tokens-c.tokens) <= 0.1*math.Max(h.tokens, c.tokens) {
+			if size := math.Min(h.tokens, c.tokens); l.capacity == 0 || size < l.capacity {
+				l.capacity = size
+			}
+		}
 	}
+	if len(l.stalls) == 8 {
+		l.stalls = l.stalls[1:]
+	}
+	l.stalls = append(l.stalls, h)
 	l.predicted(0)
 }
+
+// stallsApart is how far apart two silences must be to be two overflows.
+const stallsApart = 500 * time.Millisecond
 
 // heldNow is the cache the client counts in flight: prompts and the
 // tokens produced, less leaving requests being released.
