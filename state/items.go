@@ -856,15 +856,18 @@ func (s *Store) CountsNow(inst string) (wait func() ([]Count, error), err error)
 		return nil, err
 	}
 	done := make(chan struct{})
-	var out []Count
+	var (
+		out      []Count
+		countErr error // not err, which the return below writes while this runs
+	)
 	go func() {
 		defer close(done)
-		out, err = counts(tx, inst)
+		out, countErr = counts(tx, inst)
 		tx.Rollback()
 	}()
 	return func() ([]Count, error) {
 		<-done
-		return out, err
+		return out, countErr
 	}, nil
 }
 
