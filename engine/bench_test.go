@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/rusage"
 )
 
 // BenchmarkPipeline_LoadCapFilterMerge pushes small records through
@@ -49,12 +49,12 @@ stages:
 `, run, data, n*9/10)
 		os.MkdirAll(run, 0o755)
 		p, store := enginetest.Open(b, run, spec)
-		start, cpu := time.Now(), cpuTime()
+		start, cpu := time.Now(), rusage.CPU().Seconds()
 		committed := 0
 		for _, r := range enginetest.Run(b, p, store, nil) {
 			committed += r.Processed
 		}
-		wall, cpu := time.Since(start).Seconds(), cpuTime()-cpu
+		wall, cpu := time.Since(start).Seconds(), rusage.CPU().Seconds()-cpu
 		b.ReportMetric(float64(committed)/wall, "records/s")
 		b.ReportMetric(wall, "eaglet-s")
 		b.ReportMetric(cpu, "eaglet-cpu-s")
@@ -78,13 +78,6 @@ stages:
 		b.ReportMetric(cpu/pyCPU, "cpu-ratio")
 	}
 	b.ReportMetric(enginetest.PeakRSSMiB(), "peak-MiB")
-}
-
-// cpuTime is the CPU seconds (user and system) this process has used.
-func cpuTime() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func writeRecords(b *testing.B, path string, n int) {

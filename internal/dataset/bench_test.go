@@ -8,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/eaglet-dev/eaglet/internal/rusage"
 )
 
 // benchRows is the size of the generated files: about 20 MB of chat rows
@@ -150,29 +151,20 @@ func BenchmarkLoad_JSONLVsBaseline(b *testing.B) {
 	p := benchJSONL(b)
 	var load, bare, loadCPU, bareCPU time.Duration
 	for b.Loop() {
-		t, c := time.Now(), cpuTime()
+		t, c := time.Now(), rusage.CPU()
 		loadAll(b, p)
 		load += time.Since(t)
-		loadCPU += cpuTime() - c
-		t, c = time.Now(), cpuTime()
+		loadCPU += rusage.CPU() - c
+		t, c = time.Now(), rusage.CPU()
 		bareLoop(b, p)
 		bare += time.Since(t)
-		bareCPU += cpuTime() - c
+		bareCPU += rusage.CPU() - c
 	}
 	st, _ := os.Stat(p)
 	b.ReportMetric(float64(st.Size())*float64(b.N)/load.Seconds()/1e6, "load-MB/s")
 	b.ReportMetric(float64(st.Size())*float64(b.N)/bare.Seconds()/1e6, "bare-MB/s")
 	b.ReportMetric(bare.Seconds()/load.Seconds(), "load/bare")
 	b.ReportMetric(bareCPU.Seconds()/loadCPU.Seconds(), "load/bare-cpu")
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkLoad_Parquet(b *testing.B) {

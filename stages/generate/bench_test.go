@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/rusage"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
@@ -66,23 +66,14 @@ stages:
 				p, store := enginetest.Open(b, dir, spec)
 				// Load and tokenize first, so the clock measures generation alone.
 				enginetest.Run(b, p, store, enginetest.Stage(b, p, "tokenize", ""))
-				cpu0, start := cpuTime(), time.Now()
+				cpu0, start := rusage.CPU(), time.Now()
 				results := enginetest.Run(b, p, store, nil)
 				done := results["generate[d]"].Processed
 				b.ReportMetric(float64(done)/time.Since(start).Seconds(), "requests/s")
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(done), "cpu-us/request")
+				b.ReportMetric(float64((rusage.CPU()-cpu0).Microseconds())/float64(done), "cpu-us/request")
 			}
 		})
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkGenerate_QueuedPrompts runs the in-process simulator at instant

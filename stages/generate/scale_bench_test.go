@@ -20,6 +20,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/rusage"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 )
@@ -72,13 +73,13 @@ stages:
 		p, store := enginetest.Open(b, dir, spec)
 		enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
 		commits := &commitLog{}
-		cpu0, start := cpuTime(), time.Now()
+		cpu0, start := rusage.CPU(), time.Now()
 		_, err := p.Run(context.Background(), store, engine.RunOptions{
 			Nodes: enginetest.Stage(b, p, "generate", ""), Log: commits, ProgressEvery: 50 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}
-		took, cpu := time.Since(start), cpuTime()-cpu0
+		took, cpu := time.Since(start), rusage.CPU()-cpu0
 		sent, done, meanMs := answerTimes(b, filepath.Join(dir, fmt.Sprintf("state%d.db", i)))
 		if len(done) != n {
 			b.Fatalf("%d answers stored, want %d", len(done), n)
@@ -174,7 +175,7 @@ func (c *commitLog) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	for _, m := range progressCount.FindAllSubmatch(p, -1) {
 		if k, err := strconv.Atoi(string(m[1])); err == nil {
-			c.times, c.count, c.cpu = append(c.times, now), append(c.count, k), append(c.cpu, cpuTime())
+			c.times, c.count, c.cpu = append(c.times, now), append(c.count, k), append(c.cpu, rusage.CPU())
 		}
 	}
 	return len(p), nil

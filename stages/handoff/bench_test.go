@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/rusage"
 )
 
 // BenchmarkHandoff_Rows measures the handoff alone over answered records:
@@ -51,9 +51,9 @@ stages:
   - {name: handoff, uses: handoff, needs: [generate], with: {out: out%d, shards: 4, max_length: 4096}}
 `, i, tokDir, i))
 		enginetest.Run(b, p, store, enginetest.Stage(b, p, "generate", ""))
-		cpu0, start := cpuTime(), time.Now()
+		cpu0, start := rusage.CPU(), time.Now()
 		res := enginetest.Run(b, p, store, nil)["handoff"]
-		took, cpu := time.Since(start), cpuTime()-cpu0
+		took, cpu := time.Since(start), rusage.CPU()-cpu0
 		rows := res.Processed
 		if rows == 0 {
 			b.Fatalf("the handoff wrote no rows: %+v", res)
@@ -62,13 +62,4 @@ stages:
 		b.ReportMetric(float64(cpu.Microseconds())/float64(rows), "cpu-us/row")
 		store.Close()
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
