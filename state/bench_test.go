@@ -146,21 +146,35 @@ func threeInstances(b *testing.B) (*Store, []string) {
 }
 
 // BenchmarkEachOutput_ThreeInstances reads three instances' records as one
-// input in key order, as a merge after per-dataset stages does
-// (EAGLET_BENCH_RECORDS, default 300,000, in all):
+// input in key order, as a merge after per-dataset stages does, and
+// (each-pending) as an item stage over every dataset after per-dataset
+// ones finds what it has left (EAGLET_BENCH_RECORDS, default 300,000, in
+// all):
 //
 //	go test ./state -run '^$' -bench EachOutput_ThreeInstances -benchtime 1x
 func BenchmarkEachOutput_ThreeInstances(b *testing.B) {
 	s, ids := threeInstances(b)
 	defer s.Close()
-	for b.Loop() {
-		n := 0
-		if err := s.EachOutput(context.Background(), ids, func(Row) error {
-			n++
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(n), "records")
+	for _, read := range []struct {
+		name string
+		each func(fn func(Row) error) error
+	}{
+		{"each-output", func(fn func(Row) error) error { return s.EachOutput(context.Background(), ids, fn) }},
+		{"each-pending", func(fn func(Row) error) error {
+			return s.EachPending(context.Background(), "after", ids, "fp", fn)
+		}},
+	} {
+		b.Run(read.name, func(b *testing.B) {
+			for b.Loop() {
+				n := 0
+				if err := read.each(func(Row) error {
+					n++
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(n), "records")
+			}
+		})
 	}
 }

@@ -186,11 +186,26 @@ func scanResolved(rows *sql.Rows) (Row, error) {
 // mergeByKey calls fn for the live, done rows of the given instances (or
 // Parts) in key order and then in the order of instance names; with once,
 // only the first row of a key. cols is what to select, ending with the
-// FROM of items as u, and scan reads it. Each instance is read in key
-// order through its index, a page at a time, and the reads are merged
-// here: ordering the union in SQL made SQLite sort what was left of every
-// instance for each page, which grows with the square of the records.
+// FROM of items as u, and scan reads it; only, when set, narrows the
+// rows further. Each instance is read in key order through its index, a
+// page at a time, and the reads are merged here: ordering the union in
+// SQL made SQLite sort what was left of every instance for each page,
+// which grows with the square of the records.
 func (s *Store) mergeByKey(ctx context.Context, instances []string, cols string, scan func(*sql.Rows) (Row, error),
+	once bool, fn func(Row) error) error {
+	return s.mergeByKeyWhere(ctx, instances, cols, narrow{}, scan, once, fn)
+}
+
+// narrow is what a merged read adds to its query: joins after the FROM and
+// a condition on the rows, with their arguments.
+type narrow struct {
+	join     string
+	joinArgs []any
+	cond     string
+	condArgs []any
+}
+
+func (s *Store) mergeByKeyWhere(ctx context.Context, instances []string, cols string, only narrow, scan func(*sql.Rows) (Row, error),
 	once bool, fn func(Row) error) error {
 	type cursor struct {
 		id   string
@@ -207,9 +222,9 @@ func (s *Store) mergeByKey(ctx context.Context, instances []string, cols string,
 	slices.SortStableFunc(curs, func(a, b *cursor) int { return strings.Compare(a.inst, b.inst) })
 	fill := func(c *cursor) error {
 		from, fromArgs := fromInstances("u.", []string{c.id})
-		q := `SELECT ` + cols + ` WHERE ` + from + `
-			AND u.live = 1 AND u.status = 0 AND u.key > ? ORDER BY u.key LIMIT ?`
-		rows, err := s.r.QueryContext(ctx, q, join(fromArgs, []any{c.last, pageSize})...)
+		q := `SELECT ` + cols + only.join + ` WHERE ` + from + `
+			AND u.live = 1 AND u.status = 0 AND u.key > ?` + only.cond + ` ORDER BY u.key LIMIT ?`
+		rows, err := s.r.QueryContext(ctx, q, join(only.joinArgs, fromArgs, []any{c.last}, only.condArgs, []any{pageSize})...)
 		if err != nil {
 			return err
 		}
@@ -262,48 +277,14 @@ func (s *Store) EachPending(ctx context.Context, inst string, upstream []string,
 	if len(upstream) == 0 {
 		return nil
 	}
-	from, fromArgs := fromInstances("u.", upstream)
-	q := `SELECT ` + resolved + `
-		LEFT JOIN items o ON o.instance = ? AND o.key = u.key
-		WHERE ` + from + ` AND u.live = 1 AND u.status = 0 AND u.key > ?
-		AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2)
-		ORDER BY u.key LIMIT ?`
-	return s.page(ctx, q, func(last string) []any { return join([]any{inst}, fromArgs, []any{last, fp, pageSize}) }, fn)
-}
-
-func (s *Store) page(ctx context.Context, q string, argsFor func(last string) []any, fn func(Row) error) error {
-	last := ""
-	for {
-		rows, err := s.r.QueryContext(ctx, q, argsFor(last)...)
-		if err != nil {
-			return err
-		}
-		var batch []Row
-		for rows.Next() {
-			var r Row
-			if err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Data, &r.Chash); err != nil {
-				rows.Close()
-				return err
-			}
-			batch = append(batch, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, r := range batch {
-			if r.Key == last {
-				continue
-			}
-			last = r.Key
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(batch) < pageSize {
-			return nil
-		}
-	}
+	// Each upstream instance is read by key and the reads merged, as
+	// EachOutput does; with several (a stage over every dataset after
+	// per-dataset ones) ordering their union in SQL grew with the square
+	// of the records. Where two hold a key, the first pending copy by
+	// instance name is the one processed.
+	only := narrow{join: ` LEFT JOIN items o ON o.instance = ? AND o.key = u.key`, joinArgs: []any{inst},
+		cond: ` AND (o.key IS NULL OR o.fp != ? OR o.in_hash != u.out_hash OR o.status >= 2)`, condArgs: []any{fp}}
+	return s.mergeByKeyWhere(ctx, upstream, resolved, only, scanResolved, true, fn)
 }
 
 // EachOrdered calls fn for the live, done output of one instance in Ord
