@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ import (
 // second and the client's CPU time per request (user and system time of the
 // process, the sim server's included unless EAGLET_BENCH_URL points at a
 // separate one). EAGLET_BENCH_REQUESTS sets the number of prompts (default
-// 20,000):
+// 20,000); EAGLET_BENCH_CPUPROFILE=FILE profiles each case's generation
+// alone (FILE.openai, ...):
 //
 //	go test ./stages/generate -run '^$' -bench RequestsPerSecond -benchtime 1x
 func BenchmarkGenerate_RequestsPerSecond(b *testing.B) {
@@ -66,13 +68,37 @@ stages:
 				p, store := enginetest.Open(b, dir, spec)
 				// Load and tokenize first, so the clock measures generation alone.
 				enginetest.Run(b, p, store, enginetest.Stage(b, p, "tokenize", ""))
+				stopProfile := profileCPU(b, tc.name)
 				cpu0, start := rusage.CPU(), time.Now()
 				results := enginetest.Run(b, p, store, nil)
+				stopProfile()
 				done := results["generate[d]"].Processed
 				b.ReportMetric(float64(done)/time.Since(start).Seconds(), "requests/s")
 				b.ReportMetric(float64((rusage.CPU()-cpu0).Microseconds())/float64(done), "cpu-us/request")
 			}
 		})
+	}
+}
+
+// profileCPU writes a CPU profile of what follows until the returned
+// function is called, to EAGLET_BENCH_CPUPROFILE with the case's name
+// appended, when that is set: go test's -cpuprofile would take in the
+// loading and tokenizing before the clock too.
+func profileCPU(b *testing.B, name string) func() {
+	path := os.Getenv("EAGLET_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path + "." + name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 
