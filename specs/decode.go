@@ -27,12 +27,23 @@ func Known(t reflect.Type) []string {
 		t = t.Elem()
 	}
 	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		if k := yamlKey(t.Field(i)); k != "" {
-			keys = append(keys, k)
-		}
+	for _, f := range optionFields(t) {
+		keys = append(keys, yamlKey(f))
 	}
 	return keys
+}
+
+// optionFields are the fields of struct type t a spec sets, by their yaml
+// keys, in declaration order: those of a struct embedded with
+// `yaml:",inline"` (options several APIs share) take its place.
+func optionFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for _, f := range reflect.VisibleFields(t) {
+		if yamlKey(f) != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func yamlKey(f reflect.StructField) string {
@@ -142,15 +153,13 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 		return
 	}
 	t := v.Type()
-	fields := map[string]int{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Type == posType && f.Name == "Pos" {
-			v.Field(i).Set(reflect.ValueOf(Pos{File: d.errs.file, Line: n.Line, Col: n.Column}))
-			continue
-		}
-		if k := yamlKey(f); k != "" {
-			fields[k] = i
+	if f, ok := t.FieldByName("Pos"); ok && f.Type == posType && len(f.Index) == 1 {
+		v.FieldByIndex(f.Index).Set(reflect.ValueOf(Pos{File: d.errs.file, Line: n.Line, Col: n.Column}))
+	}
+	fields := map[string][]int{}
+	for _, f := range optionFields(t) {
+		if f.Type != posType || f.Name != "Pos" {
+			fields[yamlKey(f)] = f.Index
 		}
 	}
 	seen := map[string]bool{}
@@ -166,7 +175,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 			continue
 		}
 		seen[key.Value] = true
-		d.decode(val, v.Field(idx))
+		d.decode(val, v.FieldByIndex(idx))
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 type defaults []fieldDefault
 
 type fieldDefault struct {
-	index int
+	index []int
 	value reflect.Value
 }
 
@@ -25,8 +25,7 @@ type fieldDefault struct {
 // every test that registers it says so.
 func parseDefaults(t reflect.Type) defaults {
 	var d defaults
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for _, f := range optionFields(t) {
 		tag, ok := f.Tag.Lookup("default")
 		if !ok {
 			continue
@@ -35,7 +34,7 @@ func parseDefaults(t reflect.Type) defaults {
 		if err != nil {
 			panic(fmt.Sprintf("specs: %s.%s: default %q: %v", t.Name(), f.Name, tag, err))
 		}
-		d = append(d, fieldDefault{index: i, value: v})
+		d = append(d, fieldDefault{index: f.Index, value: v})
 	}
 	return d
 }
@@ -109,7 +108,7 @@ func WithDefaults[O any](opts *O) *O {
 	cp := *opts
 	v := reflect.ValueOf(&cp).Elem()
 	for _, fd := range d {
-		if f := v.Field(fd.index); isZero(f) {
+		if f := v.FieldByIndex(fd.index); isZero(f) {
 			f.Set(fd.value)
 		}
 	}

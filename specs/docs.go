@@ -2,7 +2,6 @@ package specs
 
 import (
 	"reflect"
-	"strings"
 )
 
 // OptionDoc is one option of a stage kind or an endpoint API as `eaglet
@@ -29,13 +28,8 @@ func OptionDocs(opts any) []OptionDoc {
 		t = t.Elem()
 	}
 	var out []OptionDoc
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "" || name == "-" {
-			continue
-		}
-		out = append(out, OptionDoc{Name: name, Type: docType(f.Type, f.Tag.Get("eval")), Default: f.Tag.Get("default"), Doc: f.Tag.Get("doc")})
+	for _, f := range optionFields(t) {
+		out = append(out, OptionDoc{Name: yamlKey(f), Type: docType(f.Type, f.Tag.Get("eval")), Default: f.Tag.Get("default"), Doc: f.Tag.Get("doc")})
 	}
 	return out
 }

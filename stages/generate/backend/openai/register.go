@@ -10,22 +10,14 @@ import (
 // Options are the `options:` of an `api: openai` endpoint (vLLM, SGLang,
 // OpenRouter).
 type Options struct {
+	registry.ServerOptions `yaml:",inline"`
 	// Completions sends token ids to /v1/completions instead of chat.
 	Completions    bool `yaml:"completions" doc:"send the tokenize stage's ids to /v1/completions instead of messages to chat"`
-	Stream         bool `yaml:"stream" doc:"stream answers (SSE), so the budget sees running answers grow"`
 	ReturnTokenIDs bool `yaml:"return_token_ids" doc:"ask for prompt and output token ids (vLLM), kept as the exact context"`
 	// ChatTemplateKwargs toggles thinking: enable_thinking (Qwen), thinking (Kimi, DeepSeek).
 	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"sent with every chat request: {enable_thinking: false}, {thinking: true}"`
 	// Extra fields merged into every request body (reasoning, provider, ...).
 	Extra map[string]any `yaml:"extra" doc:"fields merged into every request body (reasoning, provider, ...)"`
-	// StopTokenIDs are end-of-turn ids trimmed from recorded token ids.
-	StopTokenIDs []int `yaml:"stop_token_ids" doc:"end-of-turn ids trimmed from recorded token ids"`
-	// ThinkStart and ThinkEnd delimit inline reasoning.
-	ThinkStart string `yaml:"think_start" default:"<think>" doc:"opens reasoning written inline in the answer"`
-	ThinkEnd   string `yaml:"think_end" default:"</think>" doc:"closes it"`
-	// Metrics is the server's Prometheus URL for concurrency: auto
-	// ("": /metrics at the server root, when it answers; off: none).
-	Metrics string `yaml:"metrics" doc:"Prometheus URL for concurrency: auto; left out: /metrics at the server root when it answers; off: none"`
 }
 
 func init() {
@@ -34,8 +26,7 @@ func init() {
 }
 
 func newClient(srv pool.Server, o *Options) (*registry.Client, error) {
-	srv.StopTokenIDs, srv.ThinkStart, srv.ThinkEnd = o.StopTokenIDs, o.ThinkStart, o.ThinkEnd
-	c, err := New(Config{Server: srv, Completions: o.Completions, Stream: o.Stream,
+	c, err := New(Config{Server: o.Server(srv), Completions: o.Completions, Stream: o.Stream,
 		ReturnTokenIDs: o.ReturnTokenIDs, ChatTemplateKwargs: o.ChatTemplateKwargs, Extra: o.Extra})
 	if err != nil {
 		return nil, err

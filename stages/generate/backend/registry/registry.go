@@ -94,3 +94,25 @@ func New(spec *specs.Spec, ep *specs.Endpoint, srv pool.Server) (*Client, error)
 	}
 	return b(spec, ep, srv)
 }
+
+// ServerOptions are the options every API served over HTTP takes, embedded
+// in its Options with `yaml:",inline"`.
+type ServerOptions struct {
+	// Stream asks for answers as they are made.
+	Stream bool `yaml:"stream" doc:"stream answers, so the budget sees running answers grow"`
+	// StopTokenIDs are end-of-turn ids trimmed from recorded token ids.
+	StopTokenIDs []int `yaml:"stop_token_ids" doc:"end-of-turn ids trimmed from recorded token ids"`
+	// ThinkStart and ThinkEnd delimit reasoning written inline.
+	ThinkStart string `yaml:"think_start" default:"<think>" doc:"opens reasoning written inline in the answer"`
+	ThinkEnd   string `yaml:"think_end" default:"</think>" doc:"closes it"`
+	// Metrics is the server's Prometheus URL for concurrency: auto
+	// ("": /metrics at the server root, when it answers; off: none).
+	Metrics string `yaml:"metrics" doc:"Prometheus URL for concurrency: auto; left out: /metrics at the server root when it answers; off: none"`
+}
+
+// Server returns srv with what these options say of its answers: the stop
+// ids to trim and the reasoning tags.
+func (o ServerOptions) Server(srv pool.Server) pool.Server {
+	srv.StopTokenIDs, srv.ThinkStart, srv.ThinkEnd = o.StopTokenIDs, o.ThinkStart, o.ThinkEnd
+	return srv
+}

@@ -10,7 +10,8 @@ import (
 )
 
 type fakeOptions struct {
-	Level int `yaml:"level" default:"3"`
+	registry.ServerOptions `yaml:",inline"`
+	Level                  int `yaml:"level" default:"3"`
 }
 
 // TestRegister: an API registers once, is known to spec checks with its
@@ -29,10 +30,12 @@ func TestRegister(t *testing.T) {
 	for _, tc := range []struct {
 		name, endpoint, wantErr string
 		want                    int
+		wantThink               string
 	}{
-		{"defaults", "{api: fake, urls: [http://h]}", "", 3},
-		{"set", "{api: fake, urls: [http://h], options: {level: 5}}", "", 5},
-		{"misspelt", "{api: fake, urls: [http://h], options: {levle: 5}}", `unknown key "levle" (did you mean "level"?)`, 0},
+		{"defaults", "{api: fake, urls: [http://h]}", "", 3, "<think>"},
+		{"set", "{api: fake, urls: [http://h], options: {level: 5, think_start: <t>}}", "", 5, "<t>"},
+		{"misspelt", "{api: fake, urls: [http://h], options: {levle: 5}}", `unknown key "levle" (did you mean "level"?)`, 0, ""},
+		{"misspelt shared", "{api: fake, urls: [http://h], options: {think_strat: x}}", `unknown key "think_strat" (did you mean "think_start"?)`, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, err := specs.Parse("spec.yaml", []byte("version: 1\nname: r\nendpoints: {e: "+tc.endpoint+"}\n"), func(string) (string, bool) { return "", false })
@@ -47,8 +50,9 @@ func TestRegister(t *testing.T) {
 			}
 			got = fakeOptions{}
 			c, err := registry.New(spec, spec.Endpoint("e"), pool.Server{Model: "m"})
-			if err != nil || c.Identity != "fake|m" || got.Level != tc.want {
-				t.Errorf("New = %+v, %v with level %d; want fake|m with level %d", c, err, got.Level, tc.want)
+			if err != nil || c.Identity != "fake|m" || got.Level != tc.want || got.ThinkStart != tc.wantThink {
+				t.Errorf("New = %+v, %v with level %d, think_start %q; want fake|m with level %d, think_start %q",
+					c, err, got.Level, got.ThinkStart, tc.want, tc.wantThink)
 			}
 		})
 	}
