@@ -75,7 +75,11 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	// seconds at a million. A rationed stage (a budget) and plan look for
 	// all of them first: the budget must keep what is paid for before it
 	// spends on new requests, and plan shows the figures.
-	quiet := settled && r.quietSince(n, prev.Stats.Settled)
+	var lastLook int64 // when this instance last looked for every pending record
+	if prev != nil {
+		lastLook = prev.Stats.Settled
+	}
+	quiet := settled && r.quietSince(n, lastLook)
 	lookForReuse := isCostly && !force && !quiet && (r.opts.Dry || rationed != nil && rationed.Rationed())
 	pr.reuseAtDispatch = isCostly && !force && !quiet && !lookForReuse
 	// Counting what is pending from the input reads every input record
@@ -100,7 +104,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	}
 	pending := todo.Records
 	why := mapperWhy(prev, pr, force, pending, total)
-	if counted && pending == 0 && prev != nil && prev.Status == state.StatusDone && prev.Fingerprint == pr.fp {
+	if counted && pending == 0 && doneBefore && prev.Fingerprint == pr.fp {
 		// Reconcile may have set outcomes aside (a lowered cap): refresh the digest.
 		if err := r.saveDone(ctx, pr, started, prev, digest, state.Stats{Settled: started.UnixNano()}); err != nil {
 			return r.fail(n, err)
@@ -139,10 +143,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	// look stands, so a next run looks again for what this one leaves.
 	running.InputDigest, running.Stats.Settled = digest, started.UnixNano()
 	if pr.reuseAtDispatch {
-		running.Stats.Settled = 0
-		if prev != nil {
-			running.Stats.Settled = prev.Stats.Settled
-		}
+		running.Stats.Settled = lastLook
 	}
 	if err := r.store.PutInstance(running); err != nil {
 		return r.fail(n, err)
