@@ -101,14 +101,18 @@ func defaultsOf(t reflect.Type) defaults {
 // must judge the value the stage will run with. Stage constructors and
 // endpoint clients get such a copy.
 func WithDefaults[O any](opts *O) *O {
-	d := defaultsOf(reflect.TypeFor[O]())
-	if len(d) == 0 {
-		return opts
-	}
 	cp := *opts
 	v := reflect.ValueOf(&cp).Elem()
-	for _, fd := range d {
-		if f := v.FieldByIndex(fd.index); isZero(f) {
+	for _, fd := range defaultsOf(reflect.TypeFor[O]()) {
+		f := v.FieldByIndex(fd.index)
+		switch {
+		case !isZero(f):
+		case fd.value.Kind() == reflect.Pointer:
+			// A pointer of its own, so no two copies share the default.
+			p := reflect.New(fd.value.Type().Elem())
+			p.Elem().Set(fd.value.Elem())
+			f.Set(p)
+		default:
 			f.Set(fd.value)
 		}
 	}

@@ -52,6 +52,9 @@ func TestWithDefaults(t *testing.T) {
 			if !reflect.DeepEqual(in, before) {
 				t.Errorf("the spec's options changed: %+v, were %+v", in, before)
 			}
+			if again := specs.WithDefaults(&in); in.Retries == nil && (got.Retries == again.Retries || got.On == again.On) {
+				t.Errorf("two copies share a defaulted pointer option: changing one would change the other")
+			}
 		})
 	}
 }
