@@ -22,17 +22,16 @@ func (s *Store) Checkpoints(instance string) *Checkpoints {
 // EachCheckpoint calls fn with every checkpoint whose key starts with
 // prefix, in key order.
 func (c *Checkpoints) EachCheckpoint(prefix string, fn func(key string, value []byte) error) error {
-	instance := c.instance
-	rows, err := c.s.r.Query(`SELECT key, value FROM checkpoints WHERE instance = ? AND key >= ? ORDER BY key`, instance, prefix)
+	rows, err := c.s.r.Query(`SELECT key, value FROM checkpoints WHERE instance = ? AND key >= ? ORDER BY key`, c.instance, prefix)
 	if err != nil {
-		return fmt.Errorf("checkpoints of %s: %w", instance, err)
+		return fmt.Errorf("checkpoints of %s: %w", c.instance, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var key string
 		var value []byte
 		if err := rows.Scan(&key, &value); err != nil {
-			return fmt.Errorf("checkpoints of %s: %w", instance, err)
+			return fmt.Errorf("checkpoints of %s: %w", c.instance, err)
 		}
 		if !strings.HasPrefix(key, prefix) {
 			break
