@@ -2,7 +2,6 @@ package state
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -30,11 +29,7 @@ func checkpoints(t *testing.T, s *Store, instance, prefix string) map[string]str
 // replaced by key, listed by prefix in key order, and forgotten by Reset
 // of their instance only.
 func TestStore_Checkpoints(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	for _, c := range []struct{ inst, key, value string }{
 		{"h", "launch/000000001/v1", `{"n":1}`},
 		{"h", "launch/000000000/v1", `{"n":0}`},

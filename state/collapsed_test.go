@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -11,11 +10,7 @@ import (
 // the instance first by ID, and each other copy is counted against that
 // one; failed and set-aside records are no copies.
 func TestStore_Collapsed(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	put := func(inst string, items ...Item) {
 		for i := range items {
 			items[i].FP, items[i].Data, items[i].OutHash = "fp", []byte(`{"from":"`+inst+`"}`), items[i].Key

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -14,11 +13,7 @@ import (
 // one that failed or was skipped; a key two upstream instances hold is
 // handed once, as the first instance by name has it.
 func TestEachPending_SeveralUpstream(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	const fp = "fp1"
 	upstream := map[string][]string{
 		"f[a]": {"k01", "k04", "k07", "k10"},

@@ -86,11 +86,7 @@ func TestSorter_OrdersAcrossRuns(t *testing.T) {
 // stored, and the rows are stored in key order, so reading by key reads
 // the table front to back.
 func TestBatchWriter_KeyOrderFirstWins(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	s.sortBufs = newSortBufs(4 << 10)
 	for round := range 2 { // the second replaces the first, through staging
 		bw, err := s.BeginBatch("load[d]")
@@ -150,11 +146,7 @@ func TestBatchWriter_KeyOrderFirstWins(t *testing.T) {
 // sort's memory in (ord, key) order, each pass-through row with its
 // origin's data, and leaves out unordered and dropped rows.
 func TestEachOrdered_SortsBeyondMemory(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	s.sortBufs = newSortBufs(2 << 10)
 	var load, merge []Item
 	type rec struct {
@@ -208,11 +200,7 @@ func TestEachOrdered_SortsBeyondMemory(t *testing.T) {
 // by a second flush, whose keys the first's digest did not see in order,
 // so the writer leaves the digest to OutputDigest.
 func TestBatchWriter_DigestAfterLatePut(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	bw, err := s.BeginBatch("cap[d]")
 	if err != nil {
 		t.Fatal(err)

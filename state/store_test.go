@@ -55,6 +55,18 @@ func TestStore_Open_MigratesEarlierSchema(t *testing.T) {
 
 // openAtSchema writes a store as a binary of schema version did, runs
 // setup (SQL of that schema) on it, and opens it with this binary.
+// openTemp opens a new store in a test's temporary directory, closed when
+// the test ends.
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func openAtSchema(t *testing.T, version int, setup string) *Store {
 	t.Helper()
 	s, err := Open(storeAtSchema(t, version, setup))
@@ -112,11 +124,7 @@ func TestStore_Lock_NamesHolder(t *testing.T) {
 }
 
 func TestStore_PendingAndReconcile(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	up := []Item{{Key: "a", OutHash: "ha", Data: []byte(`{}`)}, {Key: "b", OutHash: "hb", Data: []byte(`{}`)}}
 	if err := s.Commit("up", up); err != nil {
 		t.Fatal(err)
@@ -209,11 +217,7 @@ func TestStore_Open_PathWithURICharacters(t *testing.T) {
 // each look-up, and walked the whole instance at each commit
 // ("(instance=?)" alone), so a large run slowed down commit by commit.
 func TestStore_QueriesUseIndexes(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	tests := []struct {
 		name, query string
 		args        []any
@@ -294,11 +298,7 @@ func TestStore_Open_FillsDatasets(t *testing.T) {
 // its order, a key that two instances hold once, and leaves out what is
 // not live and done; it says what the rows say without the records.
 func TestEachOutputRef_AsEachOutput(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	var a, b []Item
 	for i := range pageSize*10 + 7 { // over a page of keys
 		a = append(a, Item{Key: fmt.Sprintf("k%06d", 2*i), OutHash: "h", Data: []byte(`{}`), PromptTokens: i})
