@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -24,8 +25,10 @@ import (
 // helperEnv set (os/exec's TestHelperProcess pattern). It reads its shard,
 // writes an output named by index and version, and is steered per shard
 // index by env: FAKE_FAIL and FAKE_NOOUT (lists of indexes: exit 3, or
-// exit 0 writing nothing), FAKE_SLEEP ("2=60s,*=100ms") and
-// FAKE_IGNORE_TERM (indexes that ignore SIGTERM).
+// exit 0 writing nothing), FAKE_SLEEP ("2=60s,*=100ms"), FAKE_IGNORE_TERM
+// (indexes that ignore SIGTERM) and FAKE_WORKER (indexes that start a
+// worker, as torchrun does, which sleeps a minute and which the command
+// leaves behind when it ends).
 const (
 	helperEnv = "EAGLET_LAUNCH_HELPER"
 	driverEnv = "EAGLET_LAUNCH_DRIVER"
@@ -51,8 +54,13 @@ func fakeExtract(args []string) int {
 	version := fs.String("version", "", "shard version")
 	fs.String("marker", "", "a token the tests find this process by in /proc")
 	fs.String("token", "", "a secret the tests keep out of logs and the store")
+	worker := fs.Bool("worker", false, "be a worker: sleep a minute")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *worker {
+		time.Sleep(time.Minute)
+		return 0
 	}
 	start := time.Now()
 	in := func(list string) bool {
@@ -65,6 +73,14 @@ func fakeExtract(args []string) int {
 		signal.Notify(term, syscall.SIGTERM)
 	}
 	appendLine(filepath.Join(*out, fmt.Sprintf("calls-%d", *index)), *version)
+	if in("FAKE_WORKER") {
+		w := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "--", "-worker", "-marker", fs.Lookup("marker").Value.String())
+		if err := w.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		appendLine(filepath.Join(*out, fmt.Sprintf("worker-%d", *index)), strconv.Itoa(w.Process.Pid))
+	}
 	appendLine(filepath.Join(*out, fmt.Sprintf("started-%d", *index)), strconv.Itoa(os.Getpid()))
 	fmt.Printf("shard %d of %d: %s\n", *index, *count, *shard)
 	data, err := os.ReadFile(*shard)

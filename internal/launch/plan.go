@@ -3,8 +3,8 @@
 // submit), with a concurrency limit, one log file per shard and each launch
 // checkpointed beside the stage's records, so a rerun launches only the shards that
 // did not finish, failed, or changed. Commands run in their own process
-// group and die with eaglet (Linux), so a killed eaglet leaves no local
-// child behind.
+// group and get SIGTERM when eaglet dies (Linux); what of theirs outlives
+// a killed eaglet carries its launch's tag and is stopped by the next run.
 package launch
 
 import (
@@ -117,7 +117,11 @@ func (j *Job) reason(sh Shard, last *Record, others []string) (string, error) {
 	case last == nil:
 		return "never launched", nil
 	case !last.Finished():
-		return fmt.Sprintf("launched %s but eaglet stopped before it ended", last.StartedAt.Format("2006-01-02 15:04:05")), nil
+		reason := fmt.Sprintf("launched %s but eaglet stopped before it ended", last.StartedAt.Format("2006-01-02 15:04:05"))
+		if n := len(tagged([]string{last.Tag})[last.Tag]); n > 0 {
+			reason += fmt.Sprintf("; %d of its processes still run, and run stops them first", n)
+		}
+		return reason, nil
 	case !last.OK():
 		return "last launch failed: " + last.Error, nil
 	}

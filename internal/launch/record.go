@@ -31,6 +31,9 @@ type Record struct {
 	// Error says why a launch did not succeed ("exit status 1", "stopped
 	// by Ctrl-C"), empty when it did.
 	Error string
+	// Tag is the launch's value of EAGLET_LAUNCH, which the command and
+	// everything it starts inherit ("" for launches made before tags).
+	Tag string
 }
 
 // Finished reports whether the launch ran to its end, as opposed to one
@@ -54,6 +57,7 @@ type stored struct {
 	Log        string   `json:"log"`
 	Outputs    []string `json:"outputs"`
 	Error      string   `json:"error"`
+	Tag        string   `json:"tag,omitempty"`
 }
 
 // keyPrefix starts every launch's checkpoint key.
@@ -86,7 +90,7 @@ func (r *Record) save(cp stages.Checkpoints) error {
 	}
 	b, err := json.Marshal(stored{Shard: r.Shard, Version: r.Version, ArgvHash: r.ArgvHash, StartedNS: unixNano(r.StartedAt),
 		FinishedNS: unixNano(r.FinishedAt), ExitCode: r.ExitCode, DurationS: r.Duration.Seconds(), Log: r.Log,
-		Outputs: outputs, Error: r.Error})
+		Outputs: outputs, Error: r.Error, Tag: r.Tag})
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,7 @@ func records(cp stages.Checkpoints) ([]Record, error) {
 		}
 		out = append(out, Record{Shard: s.Shard, Version: s.Version, ArgvHash: s.ArgvHash, StartedAt: fromUnixNano(s.StartedNS),
 			FinishedAt: fromUnixNano(s.FinishedNS), ExitCode: s.ExitCode, Duration: time.Duration(s.DurationS * float64(time.Second)),
-			Log: s.Log, Outputs: s.Outputs, Error: s.Error})
+			Log: s.Log, Outputs: s.Outputs, Error: s.Error, Tag: s.Tag})
 		return nil
 	})
 	slices.SortStableFunc(out, func(a, b Record) int {

@@ -35,6 +35,9 @@ func Run(ctx context.Context, cp stages.Checkpoints, job *Job) ([]Status, error)
 	if err := os.MkdirAll(job.LogDir, 0o755); err != nil {
 		return statuses, fmt.Errorf("launch %s: %w", job.Instance, err)
 	}
+	if err := job.stopLeftovers(cp); err != nil {
+		return statuses, err
+	}
 	var (
 		wg    sync.WaitGroup
 		slots = make(chan struct{}, job.Options.concurrency())
@@ -107,7 +110,7 @@ func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard) (*Rec
 		return nil, err
 	}
 	rec := &Record{Shard: sh.Index, Version: sh.Version, ArgvHash: j.hash(argv),
-		StartedAt: time.Now().Round(0), ExitCode: -1, Log: logPath}
+		StartedAt: time.Now().Round(0), ExitCode: -1, Log: logPath, Tag: newTag(sh.Index)}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s shard %d: %w", j.Instance, sh.Index, err)
@@ -120,7 +123,7 @@ func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard) (*Rec
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = j.Dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), env...), tagEnv+"="+rec.Tag)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	start := time.Now()
@@ -128,7 +131,7 @@ func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard) (*Rec
 	if err := cmd.Start(); err != nil {
 		rec.Error = j.redact(err.Error())
 	} else {
-		rec.Error = j.wait(ctx, cmd)
+		rec.Error = j.wait(ctx, cmd, rec.Tag)
 		rec.ExitCode = cmd.ProcessState.ExitCode()
 	}
 	rec.FinishedAt, rec.Duration = time.Now().Round(0), time.Since(start)
@@ -153,8 +156,9 @@ func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard) (*Rec
 // wait waits for a started command and returns why it failed ("" for
 // success). On ctx's end it lets the command finish (wait) or stops its
 // process group: SIGTERM, then SIGKILL after the grace period, and SIGKILL
-// once the command has exited too, for what it left running in its group.
-func (j *Job) wait(ctx context.Context, cmd *exec.Cmd) string {
+// once the command has exited too, for what it left running in its group,
+// and then for what carries its tag outside the group.
+func (j *Job) wait(ctx context.Context, cmd *exec.Cmd, tag string) string {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var err error
@@ -181,6 +185,7 @@ func (j *Job) wait(ctx context.Context, cmd *exec.Cmd) string {
 			err = <-done
 		}
 		syscall.Kill(-pgid, syscall.SIGKILL)
+		stop(tagged([]string{tag})[tag], 0)
 		if err == nil {
 			// Even a clean exit on SIGTERM may have left the work undone.
 			return "stopped by interrupt"
@@ -188,6 +193,34 @@ func (j *Job) wait(ctx context.Context, cmd *exec.Cmd) string {
 		return "stopped by interrupt: " + err.Error()
 	}
 	return j.exitReason(err)
+}
+
+// stopLeftovers stops what launches cut short by a killed eaglet left
+// running: the command itself, when it outlived eaglet's death (it may
+// ignore the SIGTERM the kernel sends it then), and what it started, which
+// no signal of eaglet's death reaches (torchrun's workers when torchrun was
+// killed outright, holding their GPUs). They are found by their launch's
+// tag and stopped as Ctrl-C stops a shard, before any shard is launched
+// again, so a relaunch never runs beside its stale self.
+func (j *Job) stopLeftovers(cp stages.Checkpoints) error {
+	stored, err := records(cp)
+	if err != nil {
+		return err
+	}
+	var tags []string
+	shardOf := map[string]int{}
+	for _, r := range stored {
+		if !r.Finished() && r.Tag != "" {
+			tags = append(tags, r.Tag)
+			shardOf[r.Tag] = r.Shard
+		}
+	}
+	for tag, pids := range tagged(tags) {
+		j.log("shard %d: %d process(es) of its launch cut short by a killed eaglet still running (pids %v): stopping them (SIGTERM, SIGKILL after %s)",
+			shardOf[tag], len(pids), pids, j.Options.grace())
+		stop(pids, j.Options.grace())
+	}
+	return nil
 }
 
 // exitReason says why a command that ended failed, "" when it succeeded.

@@ -208,14 +208,76 @@ func TestRun_Interrupted(t *testing.T) {
 }
 
 // TestRun_ParentKilled kills an eaglet stand-in with SIGKILL while two
-// shards' commands run: none may survive it, and the next run launches
-// only those two.
+// shards' commands run. Commands that end on SIGTERM end with it. What
+// outlives it (a command ignoring SIGTERM, a worker its command left
+// behind, as torchrun killed outright leaves its workers holding their
+// GPUs) is named by plan and stopped by the next run before it launches
+// those two shards again, and only those.
 func TestRun_ParentKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a process")
 	}
-	f := newFixture(t, 4, map[string]string{"FAKE_SLEEP": "2=60s,3=60s"})
-	f.job.Options.Concurrency = 2
+	tests := []struct {
+		name string
+		env  map[string]string
+		// left is how many processes outlive eaglet: they carry the marker.
+		left int
+	}{
+		{"commands end with eaglet", map[string]string{}, 0},
+		{"a command ignoring SIGTERM and a worker left behind", map[string]string{"FAKE_IGNORE_TERM": "3", "FAKE_WORKER": "2"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["FAKE_SLEEP"] = "2=60s,3=60s"
+			f := newFixture(t, 4, tt.env)
+			f.job.Options.Concurrency, f.job.Options.Grace = 2, "300ms"
+			t.Cleanup(func() {
+				for _, pid := range alive(t, f.marker) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			f.runKilled(t)
+			deadline := time.Now().Add(5 * time.Second)
+			for len(alive(t, f.marker)) > tt.left && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // whatever ends on SIGTERM has ended
+			if pids := alive(t, f.marker); len(pids) != tt.left {
+				t.Fatalf("processes outliving their killed eaglet: %v; want %d", pids, tt.left)
+			}
+			plan := must(Plan(f.cp(), f.job))
+			for _, st := range plan[2:] {
+				if !strings.Contains(st.Reason, "but eaglet stopped before it ended") {
+					t.Errorf("shard %d after the kill: %q", st.Shard.Index, st.Reason)
+				}
+				if still := strings.Contains(st.Reason, "still run, and run stops them first"); still != (tt.left > 0) {
+					t.Errorf("shard %d after the kill: %q; want leftovers named: %v", st.Shard.Index, st.Reason, tt.left > 0)
+				}
+			}
+			var logged strings.Builder
+			f.job.Log = func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
+			f.job.Options.Env["FAKE_SLEEP"] = ""
+			f.job.Options.Env["FAKE_WORKER"] = ""
+			if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
+				t.Fatal(err)
+			}
+			if pids := alive(t, f.marker); len(pids) != 0 {
+				t.Errorf("still running after the next run: %v\n%s", pids, logged.String())
+			}
+			if stopped := strings.Count(logged.String(), "cut short by a killed eaglet still running"); stopped != min(tt.left, 2) {
+				t.Errorf("the run stopped the leftovers of %d shards; want %d:\n%s", stopped, min(tt.left, 2), logged.String())
+			}
+			if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 1, 2, 2}) {
+				t.Errorf("launches per shard = %v; want [1 1 2 2]: only the killed ones again", got)
+			}
+		})
+	}
+}
+
+// runKilled runs the fixture's job in an eaglet stand-in and kills that
+// with SIGKILL once shards 2 and 3 are running.
+func (f *fixture) runKilled(t *testing.T) {
+	t.Helper()
 	jobFile := filepath.Join(f.dir, "job.json")
 	b, err := json.Marshal(driverJob{Store: filepath.Join(f.dir, "state.db"), Instance: f.job.Instance, Options: f.job.Options,
 		Shards: f.job.Shards, Out: f.job.Out, LogDir: f.job.LogDir, Dir: f.job.Dir})
@@ -229,45 +291,19 @@ func TestRun_ParentKilled(t *testing.T) {
 	driver.Env = append(os.Environ(), driverEnv+"="+jobFile)
 	var out bytes.Buffer
 	driver.Stdout, driver.Stderr = &out, &out
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the driver's output:\n%s", out.Bytes())
 		}
-	}()
+	})
 	if err := driver.Start(); err != nil {
 		t.Fatal(err)
 	}
 	f.waitStarted(t, 2, 3)
-	if pids := alive(t, f.marker); len(pids) != 2 {
-		t.Errorf("running commands before the kill: %v; want shards 2 and 3", pids)
-	}
 	if err := driver.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	driver.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(alive(t, f.marker)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if pids := alive(t, f.marker); len(pids) != 0 {
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		t.Fatalf("commands outlived their killed parent: %v", pids)
-	}
-	plan := must(Plan(f.cp(), f.job))
-	for _, st := range plan[2:] {
-		if !strings.Contains(st.Reason, "but eaglet stopped before it ended") {
-			t.Errorf("shard %d after the kill: %q", st.Shard.Index, st.Reason)
-		}
-	}
-	f.job.Options.Env["FAKE_SLEEP"] = ""
-	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
-		t.Fatal(err)
-	}
-	if got := f.calls(t); !reflect.DeepEqual(got, []int{1, 1, 2, 2}) {
-		t.Errorf("launches per shard = %v; want [1 1 2 2]: only the killed ones again", got)
-	}
 }
 
 func must[T any](v T, err error) T {
