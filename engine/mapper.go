@@ -327,8 +327,11 @@ func (c *runCounts) add(it state.Item) {
 	}
 	switch stages.Status(it.Status) {
 	case stages.Done:
-		c.prompt += int64(it.PromptTokens)
-		c.completion += int64(it.CompletionTokens)
+		// An answer reused as it was dispatched cost this run nothing.
+		if !it.Reused {
+			c.prompt += int64(it.PromptTokens)
+			c.completion += int64(it.CompletionTokens)
+		}
 	case stages.Failed:
 		c.failed++
 	case stages.Skipped:

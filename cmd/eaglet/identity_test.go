@@ -155,6 +155,11 @@ func TestIdentity_NeverPayTwice(t *testing.T) {
 		if !strings.Contains(out, s.output) {
 			t.Fatalf("%s: output lacks %q:\n%s", s.name, s.output, out)
 		}
+		// Reused answers cost nothing: the summary's cost line counts
+		// only the tokens of answers a server was asked for.
+		if s.requests == 0 && strings.Contains(out, "this run: ") {
+			t.Errorf("%s: no request sent, yet the summary charges tokens:\n%s", s.name, out)
+		}
 	}
 	if got := trainLines(); got != 31 {
 		t.Errorf("train.jsonl has %d lines; want 31", got)
