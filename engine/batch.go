@@ -74,7 +74,11 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	}
 	stats := state.Stats{Dropped: out.dropped, Config: json.RawMessage(pr.config)}
 	report(pr.stage, &stats)
-	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Status: state.StatusRunning, Fingerprint: pr.fp, StartedAt: started, Stats: stats}
+	// Still running until Finish is done, but its output is that of this
+	// input: a kill in Finish (a handoff's launches) is a run stopped
+	// early, not a changed input.
+	running := &state.Instance{ID: n.ID, Stage: n.Stage.Spec.Name, Status: state.StatusRunning, Fingerprint: pr.fp, InputDigest: digest,
+		StartedAt: started, Stats: stats}
 	if err := bw.Commit(r.store, running); err != nil {
 		return r.fail(n, err)
 	}

@@ -30,15 +30,21 @@ func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) str
 	if why := configWhy(prev, pr, force); why != "" {
 		return why
 	}
+	// A run that stopped before its output was in recorded no input: it
+	// stopped early, whatever its input is now.
 	switch {
 	case batchUpToDate(prev, pr.fp, digest):
 		return upToDate
-	case prev.InputDigest != digest:
+	case prev.InputDigest != "" && prev.InputDigest != digest:
 		return "will rerun: input changed"
+	case prev.Status == state.StatusFailed:
+		return "will rerun: last run failed"
+	case prev.Status != state.StatusDone:
+		return "will finish: last run stopped early"
 	case changedOutput(prev) != "":
 		return "will rerun: " + changedOutput(prev) + " is missing or was changed"
 	}
-	return "will finish: last run stopped early"
+	return "will rerun: input changed"
 }
 
 // mapperWhy says why an item instance with pending of total input records
