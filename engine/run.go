@@ -223,6 +223,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	if err != nil {
 		return r.fail(n, err)
 	}
+	pr.inst.Force = r.opts.Force[n]
 	if x, ok := pr.stage.(stages.Progressor); ok {
 		r.prog.watch(n, x)
 	}

@@ -55,6 +55,10 @@ type Instance struct {
 	Shared *Shared
 	// DryRun is set when the stage is built only to plan.
 	DryRun bool
+	// Force is set, before the stage runs, when the user asked to redo
+	// this instance even if up to date (run --force): a kind with work of
+	// its own beside its records (handoff's launches) redoes that too.
+	Force bool
 	// Usage reports what the live outcomes of the given instances have
 	// used so far (for budgets that carry over between runs); nil when
 	// nothing has run.

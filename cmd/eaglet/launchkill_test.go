@@ -23,7 +23,8 @@ import (
 // own, as torchrun does. plan says the handoff stopped early (not that
 // its input changed), and the next run stops the workers the dead run
 // left before it launches their shards again, so no stale worker holds
-// the GPUs beside its relaunch; nothing is generated again.
+// the GPUs beside its relaunch; nothing is generated again. --force on
+// the handoff then launches every shard again.
 func TestRun_KilledWhileExtractionRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
@@ -121,6 +122,11 @@ stages:
 	}
 	if !strings.Contains(out, "extraction: 2 of 2 shards launched") {
 		t.Errorf("the run did not launch both shards again:\n%s", out)
+	}
+	// --force on the handoff launches its shards again, though up to date.
+	if code, out = runBin(bin, "run", "--progress", "lines", "--stage", "handoff", "--force", spec); code != 0 ||
+		!strings.Contains(out, "extraction: 2 of 2 shards launched") {
+		t.Errorf("run --stage handoff --force (exit %d) did not launch both shards:\n%s", code, out)
 	}
 	if again := srv.Take(); again != 0 || asked != 12 {
 		t.Errorf("%d requests before the kill, %d after; want 12 and 0", asked, again)

@@ -50,6 +50,9 @@ type Job struct {
 	Redact func(string) string
 	// Log reports each launch and its end (nil: silent).
 	Log func(format string, args ...any)
+	// Force launches every shard, up to date or not (run --force: an
+	// extraction script changed behind the same command line).
+	Force bool
 }
 
 // Status is what became, or would become, of one shard.
@@ -101,6 +104,9 @@ func Plan(cp stages.Checkpoints, job *Job) ([]Status, error) {
 		var err error
 		if st.Reason, err = job.reason(sh, st.Record, versions[sh.Index]); err != nil {
 			return nil, err
+		}
+		if st.Reason == "" && job.Force {
+			st.Reason = "forced"
 		}
 		st.Launch = st.Reason != ""
 		out[i] = st

@@ -156,6 +156,30 @@ func TestRun_ChangedVersionRelaunchesThatShardOnly(t *testing.T) {
 	}
 }
 
+// TestRun_Forced: run --force launches every shard again, up to date or
+// not (the extraction script changed behind the same command line).
+func TestRun_Forced(t *testing.T) {
+	f := newFixture(t, 3, nil)
+	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
+		t.Fatal(err)
+	}
+	if due := f.due(t); len(due) != 0 {
+		t.Fatalf("due after a run: %v", due)
+	}
+	f.job.Force = true
+	for _, st := range must(Plan(f.cp(), f.job)) {
+		if !st.Launch || st.Reason != "forced" {
+			t.Errorf("shard %d forced: %+v", st.Shard.Index, st)
+		}
+	}
+	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.calls(t); !reflect.DeepEqual(got, []int{2, 2, 2}) {
+		t.Errorf("launches per shard = %v; want [2 2 2]", got)
+	}
+}
+
 func TestRun_Interrupted(t *testing.T) {
 	tests := []struct {
 		policy string

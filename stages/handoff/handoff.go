@@ -359,7 +359,7 @@ func (h *Handoff) launch(ctx context.Context, v *version) error {
 		return fmt.Errorf("handoff %s: no state store to checkpoint launches in", h.inst.ID)
 	}
 	job := &launch.Job{Instance: h.inst.ID, Options: h.opts.Run, Out: v.dir, Manifest: filepath.Join(v.dir, "manifest.json"),
-		LogDir: filepath.Join(h.out, "logs"), Dir: filepath.Dir(h.spec.Path), Redact: h.spec.Redact, Log: h.inst.Log}
+		LogDir: filepath.Join(h.out, "logs"), Dir: filepath.Dir(h.spec.Path), Redact: h.spec.Redact, Log: h.inst.Log, Force: h.inst.Force}
 	for i, s := range v.shards {
 		job.Shards = append(job.Shards, launch.Shard{Index: i, Path: filepath.Join(v.dir, filepath.FromSlash(s.Path)), Version: s.SHA256[:16], Tokens: s.Tokens})
 	}
