@@ -214,7 +214,13 @@ func TestRun_InterruptAndLock(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ eaglet: interrupted`).MatchString(out.String()) {
 		t.Errorf("no timestamped interrupt line in the log:\n%s", out.String())
 	}
-	if code, text := runBin(bin, "run", spec); code != 0 {
+	// Its summary says what is left: the instances the interrupt kept
+	// from their end (merge, at least, has not run).
+	if !regexp.MustCompile(`left to do:\n.*instances? not up to date \(.*merge (waiting|not run).*\); `+"`eaglet run "+regexp.QuoteMeta(spec)+"` continues").MatchString(out.String()) ||
+		strings.Contains(out.String(), "nothing left to do") {
+		t.Errorf("the interrupted run's summary does not say what is left:\n%s", out.String())
+	}
+	if code, text := runBin(bin, "run", spec); code != 0 || !strings.Contains(text, "nothing left to do") {
 		t.Fatalf("the run after Ctrl-C exited %d:\n%s", code, text)
 	}
 }

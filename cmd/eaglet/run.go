@@ -169,10 +169,31 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 			todo = append(todo, fmt.Sprintf("%s: %s skipped for the budget; raise it and run again", r.Instance, engine.Plural(n, "record")))
 		}
 	}
+	blocked := map[string]bool{}
 	for _, r := range results {
 		if r.Action == "blocked" && r.Err != nil && strings.HasPrefix(r.Err.Error(), "not written") {
 			todo = append(todo, fmt.Sprintf("%s: %s", r.Node.ID, r.Err))
+			blocked[r.Node.ID] = true
 		}
+	}
+	// An interrupted run, or one of a single stage, leaves instances
+	// behind that no record counts above.
+	var behind []string
+	for _, r := range rows {
+		switch r.State {
+		case engine.NotRun, engine.Incomplete, engine.Waiting, engine.Stale:
+			if !blocked[r.Instance] {
+				behind = append(behind, fmt.Sprintf("%s %s", r.Instance, r.State))
+			}
+		}
+	}
+	if len(behind) > 0 {
+		const most = 6
+		list := strings.Join(behind[:min(len(behind), most)], ", ")
+		if len(behind) > most {
+			list += fmt.Sprintf(" and %d more", len(behind)-most)
+		}
+		todo = append(todo, fmt.Sprintf("%s not up to date (%s); `eaglet run %s` continues", engine.Plural(len(behind), "instance"), list, spec))
 	}
 	if len(todo) == 0 {
 		fmt.Fprintln(w, "  nothing left to do")
