@@ -30,8 +30,9 @@ func TestMerge_WeightsAndShuffle(t *testing.T) {
 		t.Errorf("weight 0.5 kept %d of 2000 records; want about 1000", counts["a"])
 	}
 	rec := &conv.Record{Key: "k"}
+	same := &Merge{opts: &Options{ShuffleSeed: 7}, spec: spec}
 	other := &Merge{opts: &Options{ShuffleSeed: 8}, spec: spec}
-	if m.Order(rec) != m.Order(rec) || m.Order(rec) == other.Order(rec) {
+	if m.Order(rec) != same.Order(rec) || m.Order(rec) == other.Order(rec) {
 		t.Error("the shuffle must be the same for a seed and differ between seeds")
 	}
 	if m.Order(rec) >= 1<<63 {
