@@ -48,7 +48,8 @@ type Job struct {
 	// Redact scrubs secrets from what is logged, stored or hashed of a
 	// command (nil leaves text as it is).
 	Redact func(string) string
-	// Log reports each launch and its end (nil: silent).
+	// Log reports each launch and its end (nil: silent); it is called
+	// from as many goroutines as shards run at once.
 	Log func(format string, args ...any)
 	// Force launches every shard, up to date or not (run --force: an
 	// extraction script changed behind the same command line).

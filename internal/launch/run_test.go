@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -278,8 +279,15 @@ func TestRun_ParentKilled(t *testing.T) {
 					t.Errorf("shard %d after the kill: %q; want leftovers named: %v", st.Shard.Index, st.Reason, tt.left > 0)
 				}
 			}
-			var logged strings.Builder
-			f.job.Log = func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
+			var (
+				mu     sync.Mutex
+				logged strings.Builder
+			)
+			f.job.Log = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(&logged, format+"\n", args...)
+			}
 			f.job.Options.Env["FAKE_SLEEP"] = ""
 			f.job.Options.Env["FAKE_WORKER"] = ""
 			if _, err := Run(context.Background(), f.cp(), f.job); err != nil {
