@@ -25,10 +25,53 @@ func TestRun_LongBatchStarvesNoOne(t *testing.T) {
 		t.Skip("builds and kills the real binary")
 	}
 	bin := buildEaglet(t)
+	// The kill must come while the big file is still being loaded or
+	// capped: a machine that gets through it before the small dataset has
+	// sent 60 requests tries again with a file twice as large.
+	var (
+		srv       *simtest.Counting
+		spec      string
+		delivered int
+	)
+	for lines := 120_000; ; lines *= 2 {
+		var log string
+		srv, spec, delivered, log = killDuringBigLoad(t, bin, lines)
+		if !strings.Contains(log, "cap[big]: finished") {
+			break
+		}
+		if lines >= 960_000 {
+			t.Fatalf("cap[big] of %d lines finished before the kill:\n%s", lines, log)
+		}
+		t.Logf("cap[big] of %d lines finished before the kill; again with twice as many", lines)
+	}
+	if delivered < 60 {
+		t.Fatalf("only %d requests before the kill; the small dataset did not generate while the big one loaded", delivered)
+	}
+	if code, out := runBin(bin, "run", spec); code != 0 {
+		t.Fatalf("second run exited %d:\n%s", code, out)
+	}
+	// 140 small prompts capped to 100, and the big dataset's 100.
+	again := delivered + srv.Take() - 200
+	t.Logf("%d requests before the kill, %d asked again", delivered, again)
+	// In flight (8), what finished within one commit interval (200 ms at
+	// about 20 answers a second) and while one of the big load's write
+	// batches held the store. Before batch stages wrote in short
+	// transactions, every answer delivered during the load was lost.
+	if again > 24 {
+		t.Errorf("%d answers delivered before the kill were asked for again; want at most the 8 in flight and a commit batch", again)
+	}
+}
+
+// killDuringBigLoad runs a spec whose big dataset has lines prompts beside
+// a small one, and kills eaglet once the small one has sent 60 requests.
+// It returns the server, the spec, the requests delivered before the kill
+// and eaglet's log.
+func killDuringBigLoad(t *testing.T, bin string, lines int) (*simtest.Counting, string, int, string) {
+	t.Helper()
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 40}), Speed: 100})
 	dir := t.TempDir()
 	var big bytes.Buffer
-	for i := range 120_000 {
+	for i := range lines {
 		fmt.Fprintf(&big, `{"messages": [{"role": "user", "content": "Big dataset prompt number %d, about nothing in particular."}]}`+"\n", i)
 	}
 	os.WriteFile(filepath.Join(dir, "big.jsonl"), big.Bytes(), 0o644)
@@ -62,24 +105,5 @@ stages:
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	delivered := srv.Take()
-	if strings.Contains(log.String(), "cap[big]: finished") {
-		t.Fatalf("cap[big] finished before the kill; the test needs a larger file:\n%s", log.String())
-	}
-	if delivered < 60 {
-		t.Fatalf("only %d requests before the kill; the small dataset did not generate while the big one loaded:\n%s", delivered, log.String())
-	}
-	if code, out := runBin(bin, "run", spec); code != 0 {
-		t.Fatalf("second run exited %d:\n%s", code, out)
-	}
-	// 140 small prompts capped to 100, and the big dataset's 100.
-	again := delivered + srv.Take() - 200
-	t.Logf("%d requests before the kill, %d asked again", delivered, again)
-	// In flight (8), what finished within one commit interval (200 ms at
-	// about 20 answers a second) and while one of the big load's write
-	// batches held the store. Before batch stages wrote in short
-	// transactions, every answer delivered during the load was lost.
-	if again > 24 {
-		t.Errorf("%d answers delivered before the kill were asked for again; want at most the 8 in flight and a commit batch", again)
-	}
+	return srv, spec, srv.Take(), log.String()
 }
