@@ -124,11 +124,7 @@ func (j *Job) reason(sh Shard, last *Record, others []string) (string, error) {
 	case last == nil:
 		return "never launched", nil
 	case !last.Finished():
-		reason := fmt.Sprintf("launched %s but eaglet stopped before it ended", last.StartedAt.Format("2006-01-02 15:04:05"))
-		if n := len(tagged([]string{last.Tag})[last.Tag]); n > 0 {
-			reason += fmt.Sprintf("; %d of its processes still run, and run stops them first", n)
-		}
-		return reason, nil
+		return fmt.Sprintf("launched %s but eaglet stopped before it ended", last.StartedAt.Format("2006-01-02 15:04:05")), nil
 	case !last.OK():
 		return "last launch failed: " + last.Error, nil
 	}

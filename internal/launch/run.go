@@ -56,7 +56,7 @@ func Run(ctx context.Context, cp stages.Checkpoints, job *Job) ([]Status, error)
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			rec, err := job.launch(ctx, cp, st.Shard)
+			rec, err := job.launch(ctx, cp, st.Shard, st.Reason)
 			if rec != nil {
 				st.Record = rec
 			}
@@ -93,10 +93,11 @@ func acquire(ctx context.Context, slots chan struct{}) bool {
 	}
 }
 
-// launch runs one shard's command to its end and records it. The record is
-// stored as started before the process exists, so a kill at any point
-// leaves either no process or a launch the next run repeats.
-func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard) (*Record, error) {
+// launch runs one shard's command to its end and records it; why is
+// Plan's reason, for the log. The record is stored as started before the
+// process exists, so a kill at any point leaves either no process or a
+// launch the next run repeats.
+func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard, why string) (*Record, error) {
 	argv, err := j.argv(sh)
 	if err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard) (*Rec
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	start := time.Now()
-	j.log("shard %d (%d tokens): launched, log %s", sh.Index, sh.Tokens, logPath)
+	j.log("shard %d (%d tokens): launched (%s), log %s", sh.Index, sh.Tokens, why, logPath)
 	if err := cmd.Start(); err != nil {
 		rec.Error = j.redact(err.Error())
 	} else {
