@@ -176,53 +176,18 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return &Result{Node: n, Action: "would run", Why: why, Reused: reused, Shared: pending - reused - fresh, Pending: fresh}
 	}
 
-	// Workers finish what they started even after an interrupt: a record
-	// half-generated is money spent, so only dispatch stops.
-	workCtx := stages.WithStop(context.WithoutCancel(ctx), ctx.Done())
-	jobs := make(chan job)
-	// Cost follows the work, not the number in the spec: no more workers
-	// than records to do, and a result buffer of one commit batch at most.
+	// Cost follows the work, not the number in the spec.
 	work := pending
 	if !counted {
 		work = total
 	}
-	nWorkers := min(pr.concurrency, max(work, 1))
-	results := make(chan outcome, min(nWorkers, commitEvery))
-	var workers sync.WaitGroup
-	for range nWorkers {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for j := range jobs {
-				results <- r.process(workCtx, pr, st, j.row)
-			}
-		}()
+	var c runCounts
+	var commitErr error
+	if _, ok := st.(stages.Pure); ok {
+		c, commitErr, err = r.pass(ctx, pr, st, upstream)
+	} else {
+		c, commitErr, err = r.dispatch(ctx, pr, st, upstream, work)
 	}
-
-	feedErr := make(chan error, 1)
-	go func() {
-		send := func(row state.Row) error {
-			select {
-			case jobs <- job{row: row}:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		var err error
-		if p, ok := st.(stages.Prioritizer); ok && p.Prioritize() {
-			err = r.eachByPriority(ctx, n.ID, upstream, pr.fp, p, send)
-		} else {
-			err = r.store.EachPending(ctx, n.ID, upstream, pr.fp, send)
-		}
-		close(jobs)
-		workers.Wait()
-		close(results)
-		feedErr <- err
-	}()
-
-	c, commitErr := r.commitLoop(n, results)
-	err = <-feedErr
 	<-counting
 	if !counted {
 		// What was fed is what was pending, unless the run stopped early.
@@ -251,7 +216,15 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	case err != nil:
 		return r.fail(n, err)
 	}
-	if err := r.saveDone(ctx, pr, started, prev, digest, state.Stats{Settled: running.Stats.Settled}); err != nil {
+	stats := state.Stats{Settled: running.Stats.Settled}
+	if c.digest != nil {
+		// The pass saw the whole output written: no need to read it back.
+		out, records := c.digest.Sum()
+		err = r.saveDoneAs(pr, started, prev, digest, out, records, stats)
+	} else {
+		err = r.saveDone(ctx, pr, started, prev, digest, stats)
+	}
+	if err != nil {
 		return r.fail(n, err)
 	}
 	res.Action = "ran"
@@ -264,12 +237,64 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	return res
 }
 
+// dispatch processes the pending records with pr.concurrency workers (at
+// most work of them) and commits their outcomes as they finish
+// (commitLoop); feedErr is what stopped the reading of pending records.
+func (r *runner) dispatch(ctx context.Context, pr *prepared, st stages.Mapper, upstream []string, work int) (c runCounts, commitErr, feedErr error) {
+	// Workers finish what they started even after an interrupt: a record
+	// half-generated is money spent, so only dispatch stops.
+	workCtx := stages.WithStop(context.WithoutCancel(ctx), ctx.Done())
+	jobs := make(chan job)
+	// No more workers than records to do, and a result buffer of one
+	// commit batch at most.
+	nWorkers := min(pr.concurrency, max(work, 1))
+	results := make(chan outcome, min(nWorkers, commitEvery))
+	var workers sync.WaitGroup
+	for range nWorkers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range jobs {
+				results <- r.process(workCtx, pr, st, j.row)
+			}
+		}()
+	}
+
+	fed := make(chan error, 1)
+	go func() {
+		send := func(row state.Row) error {
+			select {
+			case jobs <- job{row: row}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		var err error
+		if p, ok := st.(stages.Prioritizer); ok && p.Prioritize() {
+			err = r.eachByPriority(ctx, pr.node.ID, upstream, pr.fp, p, send)
+		} else {
+			err = r.store.EachPending(ctx, pr.node.ID, upstream, pr.fp, send)
+		}
+		close(jobs)
+		workers.Wait()
+		close(results)
+		fed <- err
+	}()
+
+	c, commitErr = r.commitLoop(pr.node, results)
+	return c, commitErr, <-fed
+}
+
 // runCounts is what a pass over an instance's records did.
 type runCounts struct {
 	processed, failed, skipped, requests, reused int
 	retries                                      map[string]int
 	// prompt and completion count the tokens of new done outcomes.
 	prompt, completion int64
+	// digest, when set, is the output digest of the instance, every row
+	// of which this pass wrote.
+	digest *state.Digester
 }
 
 // commitLoop stores outcomes in batches, by count or by age, whichever

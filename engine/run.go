@@ -181,6 +181,9 @@ func (r *runner) partialInputs(n *Node) string {
 	}
 	var parts []string
 	for _, up := range r.p.Ancestors(n.Needs) {
+		if _, ok := r.batches.Load(up); ok {
+			continue // a batch stage stores done records alone
+		}
 		counts, err := r.store.Counts(up.ID)
 		if err != nil {
 			return fmt.Sprintf("cannot read %s: %v", up.ID, err)
@@ -211,6 +214,10 @@ type runner struct {
 	// run (or counted twice in a dry one) by instances running side by side.
 	flights flights
 	planned planned
+	// batches holds the nodes of this run that are batch stages: they
+	// store no failed record, so partialInputs need not count theirs
+	// (a scan of every row).
+	batches sync.Map
 }
 
 func (r *runner) runNode(ctx context.Context, n *Node) *Result {
@@ -232,6 +239,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 	case stages.Mapper:
 		res = r.runMapper(ctx, pr, st, upstream, count)
 	case stages.Batch:
+		r.batches.Store(n, true)
 		res = r.runBatch(ctx, pr, st, upstream, count)
 	}
 	return res

@@ -153,6 +153,16 @@ type Rationed interface {
 	Rationed() bool
 }
 
+// Pure is implemented by Mappers whose outcome for a record depends on the
+// record alone and costs less than storing it (filter). The engine runs
+// such a stage as one pass over its pending records, in key order, and
+// stores the outcomes many to a transaction, instead of dispatching each
+// record to a worker and committing a few hundred at a time; outcomes are
+// stored as for any Mapper, so a killed pass resumes with the records left.
+type Pure interface {
+	Pure()
+}
+
 // Concurrenter is implemented by Mappers whose natural concurrency is not
 // the engine's default (generate takes its endpoint's).
 type Concurrenter interface {

@@ -1,8 +1,10 @@
 package cap
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -82,4 +84,29 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestCap_KeepsLowestRanks: a cap of n keeps exactly the n records first
+// by (Rank, key), all of them when there are fewer, none for 0.
+func TestCap_KeepsLowestRanks(t *testing.T) {
+	var in sliceInput
+	for i := range 1000 {
+		in = append(in, &conv.Record{Key: fmt.Sprintf("%032x", i*7919)})
+	}
+	byRank := slices.Clone(in)
+	slices.SortFunc(byRank, func(a, b *conv.Record) int {
+		return cmp.Or(cmp.Compare(Rank(7, a.Key), Rank(7, b.Key)), cmp.Compare(a.Key, b.Key))
+	})
+	for _, n := range []int{0, 1, 100, 999, 1000, 1500} {
+		var want []string
+		for _, r := range byRank[:min(n, len(byRank))] {
+			want = append(want, r.Key)
+		}
+		slices.Sort(want)
+		got := sample(t, in, n, 7)
+		slices.Sort(got.kept)
+		if !equal(got.kept, want) || got.dropped["over max_samples"] != len(in)-len(want) {
+			t.Errorf("max_samples %d: kept %d records, dropped %v; want the %d first by rank", n, len(got.kept), got.dropped, len(want))
+		}
+	}
 }

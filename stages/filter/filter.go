@@ -44,6 +44,7 @@ type Filter struct {
 
 var (
 	_ stages.Mapper    = (*Filter)(nil)
+	_ stages.Pure      = (*Filter)(nil)
 	_ stages.Estimator = (*Filter)(nil)
 )
 
@@ -84,6 +85,9 @@ func (f *Filter) Process(_ context.Context, rec *conv.Record) (stages.Outcome, e
 	}
 	return stages.Outcome{Status: stages.Done}, nil
 }
+
+// Pure says a record's outcome is the record's alone and cheap to decide.
+func (f *Filter) Pure() {}
 
 // Estimate cannot know what will be dropped; it passes the input through.
 func (f *Filter) Estimate(in stages.Estimate) (stages.Estimate, error) {

@@ -1,0 +1,154 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/state"
+)
+
+// TestRun_FilterPassResumes: a filter (a stages.Pure stage, run as one
+// pass) stopped mid-pass keeps every outcome it committed, drop reasons
+// included; the next run decides only the records left, none twice, and
+// its output file and counts are those of an uninterrupted run.
+func TestRun_FilterPassResumes(t *testing.T) {
+	const n = 30_000
+	data := filepath.Join(t.TempDir(), "d.jsonl")
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"question %d%s"}]}`+"\n", i, bytes.Repeat([]byte("?"), i%7))
+	}
+	if err := os.WriteFile(data, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := `version: 1
+name: pass
+state: state.db
+datasets:
+  d: {source: ` + data + `, format: messages}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: filter, uses: filter, needs: [load], foreach: datasets, with: {keep: "prompt_chars % 7 != 3"}}
+  - {name: merge, uses: merge, needs: [filter], with: {out: out.jsonl, shuffle_seed: 3}}
+`
+	refDir, dir := t.TempDir(), t.TempDir()
+	_, refStore, _ := enginetest.OpenAndRun(t, refDir, spec)
+	wantCounts, err := refStore.Counts("filter[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDigest(t, refStore, "filter[d]")
+
+	p, store := enginetest.Open(t, dir, spec)
+	enginetest.Run(t, p, store, enginetest.Stage(t, p, "load", ""))
+	// Stop the pass once its first outcomes are committed.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if c, _ := store.Counts("filter[d]"); len(c) > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	results, err := p.Run(ctx, store, engine.RunOptions{Nodes: enginetest.Stage(t, p, "filter", ""), Log: &bytes.Buffer{}})
+	if err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	var first int
+	for _, r := range results {
+		if r.Node.ID == "filter[d]" {
+			if r.Action != "interrupted" {
+				t.Fatalf("filter %s; the stop must land mid-pass (a larger input?)", r.Action)
+			}
+			first = r.Processed
+		}
+	}
+	committed := 0
+	c, err := store.Counts("filter[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range c {
+		committed += x.N
+	}
+	if committed == 0 || committed >= n || committed != first {
+		t.Fatalf("the stopped pass committed %d outcomes and says it processed %d, of %d", committed, first, n)
+	}
+
+	rest := enginetest.Run(t, p, store, nil)
+	if got := rest["filter[d]"].Processed; got != n-committed {
+		t.Errorf("the resumed pass processed %d records; want the %d left", got, n-committed)
+	}
+	gotCounts, err := store.Counts("filter[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(gotCounts) != fmt.Sprint(wantCounts) {
+		t.Errorf("counts after resuming %v; uninterrupted %v", gotCounts, wantCounts)
+	}
+	if !hasDropReason(gotCounts, stages.Dropped, "keep: prompt_chars % 7 != 3") {
+		t.Errorf("no drop counted under its expression: %v", gotCounts)
+	}
+	want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Errorf("output after resuming differs from an uninterrupted run (%d vs %d bytes)", len(got), len(want))
+	}
+	checkDigest(t, store, "filter[d]")
+	if twice := committedTwice(t, filepath.Join(dir, "state.db"), "filter[d]"); twice != 0 {
+		t.Errorf("%d outcomes were committed twice", twice)
+	}
+}
+
+func hasDropReason(counts []state.Count, st stages.Status, reason string) bool {
+	for _, c := range counts {
+		if c.Status == int(st) && c.Reason == reason && c.N > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// committedTwice counts an instance's rows committed more than once.
+func committedTwice(t *testing.T, path, inst string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM items WHERE instance = ? AND attempts > 1`, inst).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkDigest: the output digest an instance was saved with is its stored
+// output's, which the next run's up-to-date decision compares.
+func checkDigest(t *testing.T, store *state.Store, inst string) {
+	t.Helper()
+	in, err := store.GetInstance(inst)
+	if err != nil || in == nil {
+		t.Fatalf("%s: %v", inst, err)
+	}
+	want, records, err := store.OutputDigest(context.Background(), inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.OutputDigest != want || in.Stats.Records != records {
+		t.Errorf("%s saved with digest %s of %d records; its output's is %s of %d", inst, in.OutputDigest, in.Stats.Records, want, records)
+	}
+}
