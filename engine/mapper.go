@@ -20,7 +20,13 @@ const (
 
 type job struct {
 	row state.Row
+	// unanswered says the store held no answer to the row's content when
+	// the row was fed (lookAhead): it needs no look-up of its own.
+	unanswered bool
 }
+
+// lookPage is how many fed records share one look-up of earlier answers.
+const lookPage = 128
 
 type outcome struct {
 	item state.Item
@@ -255,26 +261,34 @@ func (r *runner) dispatch(ctx context.Context, pr *prepared, st stages.Mapper, u
 		go func() {
 			defer workers.Done()
 			for j := range jobs {
-				results <- r.process(workCtx, pr, st, j.row)
+				results <- r.processJob(workCtx, pr, st, j)
 			}
 		}()
 	}
 
 	fed := make(chan error, 1)
 	go func() {
-		send := func(row state.Row) error {
+		sendJob := func(j job) error {
 			select {
-			case jobs <- job{row: row}:
+			case jobs <- j:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		}
+		send := func(row state.Row) error { return sendJob(job{row: row}) }
+		flush := func() error { return nil }
+		if pr.reuseAtDispatch {
+			send, flush = r.lookAhead(ctx, pr.fp, sendJob)
 		}
 		var err error
 		if p, ok := st.(stages.Prioritizer); ok && p.Prioritize() {
 			err = r.eachByPriority(ctx, pr.node.ID, upstream, pr.fp, p, send)
 		} else {
 			err = r.store.EachPending(ctx, pr.node.ID, upstream, pr.fp, send)
+		}
+		if err == nil {
+			err = flush()
 		}
 		close(jobs)
 		workers.Wait()
@@ -364,9 +378,61 @@ func (c *runCounts) add(it state.Item) {
 	}
 }
 
+// lookAhead returns a feed that gathers rows into pages of lookPage and
+// asks the store once a page which of their contents already has an answer
+// (state.ReusableAmong), then hands each row to send marked with what it
+// found, and the flush that sends the last page. Answers to the contents a
+// page did not find can only come later from this run, which the flights
+// and the look-up at dispatch of a fingerprint shared with another
+// instance cover.
+func (r *runner) lookAhead(ctx context.Context, fp string, send func(job) error) (feed func(state.Row) error, flush func() error) {
+	page := make([]state.Row, 0, lookPage)
+	chashes := make([]string, 0, lookPage)
+	flush = func() error {
+		if len(page) == 0 {
+			return nil
+		}
+		chashes = chashes[:0]
+		for _, row := range page {
+			if row.Chash != "" {
+				chashes = append(chashes, row.Chash)
+			}
+		}
+		found, err := r.store.ReusableAmong(ctx, fp, chashes)
+		if err != nil {
+			return err
+		}
+		for i, row := range page {
+			page[i] = state.Row{}
+			// A row stored before schema 5 has no content hash yet: it
+			// looks for itself once its hash is made.
+			if err := send(job{row: row, unanswered: row.Chash != "" && !found[row.Chash]}); err != nil {
+				return err
+			}
+		}
+		page = page[:0]
+		return nil
+	}
+	feed = func(row state.Row) error {
+		page = append(page, row)
+		if len(page) == lookPage {
+			return flush()
+		}
+		return nil
+	}
+	return feed, flush
+}
+
 // process runs one record through the stage and turns the result into the
 // row to store.
 func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, row state.Row) outcome {
+	return r.processJob(ctx, pr, st, job{row: row})
+}
+
+// processJob is process for a record fed with what its feed learnt of it
+// (job.unanswered).
+func (r *runner) processJob(ctx context.Context, pr *prepared, st stages.Mapper, j job) outcome {
+	row := j.row
 	it := state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash}
 	rec, err := decodeRow(row)
 	if err != nil {
@@ -392,7 +458,7 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 					}
 				}
 			} else {
-				o := r.processOnce(ctx, pr, costly, st, row, rec, it)
+				o := r.processOnce(ctx, pr, costly, st, j, rec, it)
 				f.finish(o.item)
 				return o
 			}
@@ -403,11 +469,13 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, ro
 
 // processOnce leads a flight: an answer committed since the run began
 // (by another instance whose flight is over) is reused, else it asks.
-func (r *runner) processOnce(ctx context.Context, pr *prepared, c stages.Costly, st stages.Mapper, row state.Row, rec *conv.Record, it state.Item) outcome {
-	if !r.flights.shared(pr.fp) && !pr.reuseAtDispatch {
+func (r *runner) processOnce(ctx context.Context, pr *prepared, c stages.Costly, st stages.Mapper, j job, rec *conv.Record, it state.Item) outcome {
+	row := j.row
+	if !r.flights.shared(pr.fp) && (!pr.reuseAtDispatch || j.unanswered) {
 		// No other instance of the run answers under this fingerprint:
-		// the store was searched before dispatch, and only this
-		// instance adds to it since.
+		// the store was searched before dispatch (all of it, or this
+		// record's page as it was fed), and only this instance adds to
+		// it since.
 		return r.processRecord(ctx, pr, st, row, rec, it)
 	}
 	found, err := r.store.ReusableOutcome(ctx, pr.fp, it.InChash)

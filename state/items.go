@@ -564,6 +564,54 @@ func (s *Store) ReusableOutcome(ctx context.Context, fp, inChash string) (*Reusa
 	return &r, nil
 }
 
+// reusableAmongSQL names which of n contents have an answer under a
+// fingerprint, through the same indexes as reusableSQL.
+func reusableAmongSQL(n int) string {
+	return `SELECT in_chash FROM items WHERE in_chash IN (` + placeholders(n) + `) AND in_chash != '' AND fp = ?
+		AND status = 0 AND data IS NOT NULL
+		UNION SELECT in_chash FROM cache WHERE in_chash IN (` + placeholders(n) + `) AND fp = ?`
+}
+
+// ReusableAmong returns which of chashes have an answer made under fp that
+// ReusableOutcome would find: one query for a page of records about to be
+// dispatched, rather than a look-up per record (a tenth of the client's
+// CPU a request at 1,000 in flight, where almost none is found).
+func (s *Store) ReusableAmong(ctx context.Context, fp string, chashes []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if fp == "" {
+		return found, nil
+	}
+	for len(chashes) > 0 {
+		n := min(len(chashes), chunk)
+		args := make([]any, 0, 2*n+2)
+		for _, c := range chashes[:n] {
+			args = append(args, c)
+		}
+		args = append(args, fp)
+		args = append(args, args[:n]...)
+		args = append(args, fp)
+		rows, err := s.r.QueryContext(ctx, reusableAmongSQL(n), args...)
+		if err != nil {
+			return nil, fmt.Errorf("look up earlier answers: %w", err)
+		}
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("look up earlier answers: %w", err)
+			}
+			found[c] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("look up earlier answers: %w", err)
+		}
+		chashes = chashes[n:]
+	}
+	return found, nil
+}
+
 func (s *Store) putItems(tx *sql.Tx, inst string, items []Item) error {
 	now := time.Now().UnixNano()
 	vals := make([]any, 0, chunk*24)

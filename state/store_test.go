@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -224,6 +225,7 @@ func TestStore_QueriesUseIndexes(t *testing.T) {
 		want        string
 	}{
 		{"look an answer up by content", reusableSQL, []any{"c", "fp", "c", "fp"}, "USING INDEX items_reuse"},
+		{"look answers up by content, a page at once", reusableAmongSQL(2), []any{"c", "d", "fp", "c", "d", "fp"}, "USING INDEX items_reuse"},
 		{"keep superseded answers", supersededSQL(2), []any{"inst", "a", "b", "fp", "x", "y"}, "(instance=? AND key=?)"},
 		{"report: lengths", tokenCountsSQL("ctok"), []any{"g"}, "USING COVERING INDEX items_answers"},
 		{"report: prompt lengths", tokenCountsSQL("ptok"), []any{"g"}, "USING COVERING INDEX items_answers"},
@@ -340,5 +342,62 @@ func TestEachOutputRef_AsEachOutput(t *testing.T) {
 	}
 	if len(want) < len(a) || strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("EachOutputRef visited %d keys, EachOutput %d (of %d and %d put)", len(got), len(want), len(a), len(b))
+	}
+}
+
+// TestStore_ReusableAmong finds, for a page of contents, those whose answer
+// ReusableOutcome would return: done answers with data under the
+// fingerprint, in any instance or in the cache of superseded answers.
+func TestStore_ReusableAmong(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	answer := []byte(`{"generation":{"content":"hi"}}`)
+	if err := s.Commit("g[a]", []Item{
+		{Key: "k1", FP: "fp", InChash: "done", Data: answer},
+		{Key: "k2", FP: "fp", InChash: "failed", Status: 2, Reason: "http 500"},
+		{Key: "k3", FP: "other", InChash: "elsewhere", Data: answer},
+		{Key: "k4", FP: "old", InChash: "superseded", Data: answer},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// k4 answered again under fp: its old answer moves to the cache.
+	if err := s.Commit("g[a]", []Item{{Key: "k4", FP: "fp", InChash: "superseded2", Data: answer}}); err != nil {
+		t.Fatal(err)
+	}
+	many := []string{"done", "failed", "elsewhere", "superseded", "absent"}
+	for range chunk {
+		many = append(many, "filler") // more than one query's worth
+	}
+	many = append(many, "superseded2")
+	for _, tt := range []struct {
+		fp   string
+		want []string
+	}{
+		{"fp", []string{"done", "superseded2"}},
+		{"old", []string{"superseded"}},
+		{"other", []string{"elsewhere"}},
+		{"", nil},
+	} {
+		found, err := s.ReusableAmong(ctx, tt.fp, many)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for c := range found {
+			got = append(got, c)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("fp %q: found %q; want %q", tt.fp, got, tt.want)
+		}
+		for _, c := range many {
+			r, err := s.ReusableOutcome(ctx, tt.fp, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (r != nil) != found[c] {
+				t.Errorf("fp %q, %s: ReusableOutcome found %v, ReusableAmong %v", tt.fp, c, r != nil, found[c])
+			}
+		}
 	}
 }
