@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	commitEvery = 256
+	commitEvery = 1024
 	commitAfter = 200 * time.Millisecond
 )
 

@@ -7,6 +7,7 @@ package tokenizer
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -116,15 +117,33 @@ func readGz(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var buf bytes.Buffer
-	if st, err := f.Stat(); err == nil {
-		// Tokenizer files compress about fourfold; one allocation beats
-		// ReadAll's doubling over tens of megabytes.
-		buf.Grow(int(st.Size()) * 5)
-	}
+	// One allocation of the right size beats ReadAll's doubling over tens
+	// of megabytes, and a guess short of the size cost a second buffer of
+	// twice the first (clearing it was most of loading Qwen3's tokenizer).
+	buf.Grow(gzipSize(f) + bytes.MinRead)
 	if _, err := buf.ReadFrom(zr); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// gzipSize is the size of f's content once decompressed, from the gzip
+// trailer (the size modulo 4 GiB of the last member: a tokenizer file has
+// one), or a guess at four times the file's size where that fails.
+func gzipSize(f *os.File) int {
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	var tail [4]byte
+	if st.Size() >= 18 {
+		if _, err := f.ReadAt(tail[:], st.Size()-4); err == nil {
+			if n := int(binary.LittleEndian.Uint32(tail[:])); n > 0 {
+				return n
+			}
+		}
+	}
+	return int(st.Size()) * 4
 }
 
 // Encode returns the token ids of text. Special-token strings in the text
