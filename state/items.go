@@ -569,7 +569,7 @@ func (s *Store) ReusableOutcome(ctx context.Context, fp, inChash string) (*Reusa
 func reusableAmongSQL(n int) string {
 	return `SELECT in_chash FROM items WHERE in_chash IN (` + placeholders(n) + `) AND in_chash != '' AND fp = ?
 		AND status = 0 AND data IS NOT NULL
-		UNION SELECT in_chash FROM cache WHERE in_chash IN (` + placeholders(n) + `) AND fp = ?`
+		UNION ALL SELECT in_chash FROM cache WHERE in_chash IN (` + placeholders(n) + `) AND fp = ?`
 }
 
 // ReusableAmong returns which of chashes have an answer made under fp that
