@@ -1,8 +1,11 @@
 package generate_test
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
@@ -25,7 +28,11 @@ import (
 // process, the sim server's included unless EAGLET_BENCH_URL points at a
 // separate one). EAGLET_BENCH_REQUESTS sets the number of prompts (default
 // 20,000); EAGLET_BENCH_CPUPROFILE=FILE profiles each case's generation
-// alone (FILE.openai, ...):
+// alone (FILE.openai, ...). After each case it runs the Python baseline,
+// testdata/aiohttp_client.py, on the same server and prompts, and reports
+// its requests per second, its CPU per request and eaglet's rate over
+// its (x-python); without Debian's python3-aiohttp it logs why and skips
+// that part:
 //
 //	go test ./stages/generate -run '^$' -bench RequestsPerSecond -benchtime 1x
 func BenchmarkGenerate_RequestsPerSecond(b *testing.B) {
@@ -73,11 +80,57 @@ stages:
 				results := enginetest.Run(b, p, store, nil)
 				stopProfile()
 				done := results["generate[d]"].Processed
-				b.ReportMetric(float64(done)/time.Since(start).Seconds(), "requests/s")
+				rate := float64(done) / time.Since(start).Seconds()
+				b.ReportMetric(rate, "requests/s")
 				b.ReportMetric(float64((rusage.CPU()-cpu0).Microseconds())/float64(done), "cpu-us/request")
+				// The Python client right after, on the same server and
+				// prompts, so the ratio compares like with like.
+				if py, ok := runPythonBaseline(b, url, n, tc.name, dir); ok {
+					b.ReportMetric(py.rate(), "python-requests/s")
+					b.ReportMetric(py.cpuPerRequest(), "python-cpu-us/request")
+					b.ReportMetric(rate/py.rate(), "x-python")
+				}
 			}
 		})
 	}
+}
+
+// pythonRun is what testdata/aiohttp_client.py prints.
+type pythonRun struct {
+	Requests   int     `json:"requests"`
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+}
+
+func (p pythonRun) rate() float64 { return float64(p.Requests) / p.Seconds }
+
+func (p pythonRun) cpuPerRequest() float64 { return p.CPUSeconds * 1e6 / float64(p.Requests) }
+
+// runPythonBaseline runs the asyncio + aiohttp client on the same case
+// against url (the server's root). It needs Debian's python3-aiohttp
+// (EAGLET_BENCH_PYTHON names another interpreter, default
+// /usr/bin/python3); without it the benchmark says so and measures eaglet
+// alone.
+func runPythonBaseline(b *testing.B, url string, n int, mode, dir string) (pythonRun, bool) {
+	b.Helper()
+	python := cmp.Or(os.Getenv("EAGLET_BENCH_PYTHON"), "/usr/bin/python3")
+	if err := exec.Command(python, "-c", "import aiohttp").Run(); err != nil {
+		b.Logf("no Python baseline: %s cannot import aiohttp (%v); apt-get install python3-aiohttp, or set EAGLET_BENCH_PYTHON", python, err)
+		return pythonRun{}, false
+	}
+	out, err := exec.Command(python, "testdata/aiohttp_client.py", url, strconv.Itoa(n), mode,
+		filepath.Join(dir, "python-"+mode+".jsonl")).Output()
+	if err != nil {
+		b.Fatalf("Python baseline: %v", err)
+	}
+	var run pythonRun
+	if err := json.Unmarshal(out, &run); err != nil || run.Requests == 0 || run.Seconds <= 0 {
+		b.Fatalf("Python baseline printed %q: %v", out, err)
+	}
+	if run.Requests != n {
+		b.Fatalf("Python baseline answered %d of %d requests", run.Requests, n)
+	}
+	return run, true
 }
 
 // profileCPU writes a CPU profile of what follows until the returned
