@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
@@ -52,6 +53,24 @@ type URL struct {
 	// cause is the last failure, for the error of requests that find
 	// every URL out and for the log.
 	cause string
+	// bare is Base as it may be stored (bareURL), and last the last path
+	// posted to with its URL (joinURL): both parsed once rather than at
+	// every request.
+	bare string
+	last atomic.Pointer[joined]
+}
+
+type joined struct{ path, url string }
+
+// join is joinURL(u.Base, path), kept for the next request to the same
+// path (a client posts to one).
+func (u *URL) join(path string) string {
+	if j := u.last.Load(); j != nil && j.path == path {
+		return j.url
+	}
+	j := &joined{path, joinURL(u.Base, path)}
+	u.last.Store(j)
+	return j.url
 }
 
 // New returns a pool over cfg.URLs.
@@ -73,7 +92,8 @@ func New(cfg Config) (*Pool, error) {
 		p.client = SharedClient
 	}
 	for _, u := range cfg.URLs {
-		p.urls = append(p.urls, &URL{Base: strings.TrimRight(u, "/"), rest: cfg.Rest})
+		base := strings.TrimRight(u, "/")
+		p.urls = append(p.urls, &URL{Base: base, bare: bareURL(base), rest: cfg.Rest})
 	}
 	return p, nil
 }

@@ -214,11 +214,15 @@ func TestPost_KeepsQueryString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p, _ := New(Config{URLs: []string{tt.base}})
-		if err := p.Post(context.Background(), "/chat/completions", []byte(`{}`), Auth{}, func(io.Reader) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if got != tt.want {
-			t.Errorf("base %s: server saw %s; want %s", tt.base, got, tt.want)
+		// The URL made for a path is kept for the next request: one to
+		// another path in between must not get it, nor lose it.
+		for _, path := range []string{"/chat/completions", "/models", "/chat/completions"} {
+			if err := p.Post(context.Background(), path, []byte(`{}`), Auth{}, func(io.Reader) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.Replace(tt.want, "/chat/completions", path, 1); got != want {
+				t.Errorf("base %s, %s: server saw %s; want %s", tt.base, path, got, want)
+			}
 		}
 	}
 }

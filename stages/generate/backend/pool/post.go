@@ -32,9 +32,9 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 		return err
 	}
 	if served, ok := ctx.Value(servedKey{}).(*string); ok {
-		*served = bareURL(u.Base)
+		*served = u.bare
 	}
-	healthy, err := p.post(ctx, joinURL(u.Base, path), body, auth, read)
+	healthy, err := p.post(ctx, u.join(path), body, auth, read)
 	err = redact(err, auth.APIKey)
 	var failure error
 	if !healthy {

@@ -110,8 +110,11 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 func readStream(r io.Reader, progress func(backend.Progress)) (*response, error) {
 	var out response
 	var text strings.Builder
+	// One event value for the whole stream: its ids' array, copied out
+	// below, serves the next event instead of one allocated per event.
+	var ev response
 	err := pool.Events(r, func(data []byte) error {
-		var ev response
+		ev = response{OutputIDs: ev.OutputIDs[:0]}
 		if err := pool.Unmarshal(data, &ev); err != nil {
 			return fmt.Errorf("invalid stream event: %w", err)
 		}
