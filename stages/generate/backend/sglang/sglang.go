@@ -3,8 +3,10 @@
 package sglang
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/json/jsontext"
 	"fmt"
 	"io"
 	"strings"
@@ -103,6 +105,16 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 	return c.generation(out, req.MaxTokens)
 }
 
+// streamEvent is one /generate stream event, its ids kept as raw JSON:
+// SGLang sends every id so far in each event, so only the last event's
+// need decoding (parsing them all was a third of a streamed request's JSON).
+type streamEvent struct {
+	Text      *string        `json:"text"`
+	OutputIDs jsontext.Value `json:"output_ids"`
+	MetaInfo  metaInfo       `json:"meta_info"`
+	Error     jsontext.Value `json:"error"`
+}
+
 // readStream folds /generate events into one response. SGLang sends the
 // cumulative text and ids in every event by default and only the new ones
 // with --incremental-streaming-output; an event whose ids number as many as
@@ -110,25 +122,34 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 func readStream(r io.Reader, progress func(backend.Progress)) (*response, error) {
 	var out response
 	var text strings.Builder
-	// One event value for the whole stream: its ids' array, copied out
-	// below, serves the next event instead of one allocated per event.
-	var ev response
+	// last holds the ids of the last cumulative event, undecoded until a
+	// delta follows or the stream ends; ev's buffers serve every event.
+	var last jsontext.Value
+	var ev streamEvent
 	err := pool.Events(r, func(data []byte) error {
-		ev = response{OutputIDs: ev.OutputIDs[:0]}
+		ev = streamEvent{OutputIDs: ev.OutputIDs[:0], Error: ev.Error[:0]}
 		if err := pool.Unmarshal(data, &ev); err != nil {
 			return fmt.Errorf("invalid stream event: %w", err)
 		}
 		if len(ev.Error) > 0 && string(ev.Error) != "null" {
 			return &backend.Error{Kind: backend.Retryable, Msg: "stream error: " + pool.Message(data)}
 		}
-		if len(ev.OutputIDs) == ev.MetaInfo.CompletionTokens {
-			out.OutputIDs = append(out.OutputIDs[:0], ev.OutputIDs...)
+		if countIDs(ev.OutputIDs) == ev.MetaInfo.CompletionTokens {
+			last = append(last[:0], ev.OutputIDs...)
+			out.OutputIDs = out.OutputIDs[:0]
 			if ev.Text != nil {
 				text.Reset()
 				text.WriteString(*ev.Text)
 			}
 		} else {
-			out.OutputIDs = append(out.OutputIDs, ev.OutputIDs...)
+			var err error
+			if out.OutputIDs, err = appendIDs(out.OutputIDs, last); err != nil {
+				return err
+			}
+			last = last[:0]
+			if out.OutputIDs, err = appendIDs(out.OutputIDs, ev.OutputIDs); err != nil {
+				return err
+			}
 			if ev.Text != nil {
 				text.WriteString(*ev.Text)
 			}
@@ -145,9 +166,35 @@ func readStream(r io.Reader, progress func(backend.Progress)) (*response, error)
 	if out.MetaInfo.FinishReason == nil {
 		return nil, pool.ErrTruncated
 	}
+	if out.OutputIDs, err = appendIDs(out.OutputIDs, last); err != nil {
+		return nil, err
+	}
 	s := text.String()
 	out.Text = &s
 	return &out, nil
+}
+
+// countIDs counts the elements of a raw JSON array of token ids (numbers,
+// so every comma separates two) without parsing them; null and absent are
+// none.
+func countIDs(raw jsontext.Value) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' || len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0 {
+		return 0
+	}
+	return bytes.Count(raw, []byte(",")) + 1
+}
+
+// appendIDs decodes a raw JSON array of token ids onto ids.
+func appendIDs(ids []int, raw jsontext.Value) ([]int, error) {
+	if len(raw) == 0 {
+		return ids, nil
+	}
+	var more []int
+	if err := pool.Unmarshal(raw, &more); err != nil {
+		return ids, fmt.Errorf("invalid stream event: output_ids: %w", err)
+	}
+	return append(ids, more...), nil
 }
 
 func (c *Client) generation(r *response, maxTokens int) (*conv.Generation, error) {

@@ -2,6 +2,7 @@ package sglang
 
 import (
 	"context"
+	"encoding/json/jsontext"
 	"errors"
 	"reflect"
 	"testing"
@@ -96,4 +97,17 @@ func BenchmarkClient_Instant(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// TestCountIDs counts a stream event's ids without parsing them, as the
+// test of cumulative events needs: absent and null are none.
+func TestCountIDs(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		want int
+	}{{"", 0}, {"null", 0}, {"[]", 0}, {"[ ]", 0}, {"[7]", 1}, {" [1, 2,3] ", 3}} {
+		if got := countIDs(jsontext.Value(tt.raw)); got != tt.want {
+			t.Errorf("countIDs(%q) = %d; want %d", tt.raw, got, tt.want)
+		}
+	}
 }
