@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/internal/rusage"
 )
 
 // BenchmarkCommit stores generated records as the engine does, in batches
@@ -43,6 +45,47 @@ func BenchmarkCommit(b *testing.B) {
 			if err := s.Commit("generate[d]", batch); err != nil {
 				b.Fatal(err)
 			}
+		})
+	}
+}
+
+// BenchmarkCommit_AnswerBatches stores 1 KiB generated answers as the
+// engine's commit loop does, with every column a generated answer fills
+// (content hashes, so both answer indexes take each row, finish reason,
+// timing, URL), in batches of 256 and of 1,024, and reports the process's
+// CPU a row beside the time:
+//
+//	go test ./state -run '^$' -bench Commit_AnswerBatches -benchtime 20000x
+func BenchmarkCommit_AnswerBatches(b *testing.B) {
+	for _, size := range []int{256, 1024} {
+		b.Run(fmt.Sprintf("batch%d", size), func(b *testing.B) {
+			s, err := Open(filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			data := []byte(`{"messages":[{"role":"user","content":"` + strings.Repeat("x", 1000) + `"}]}`)
+			fp := strings.Repeat("f", 64)
+			batch := make([]Item, 0, size)
+			cpu0, n := rusage.CPU(), 0
+			for i := 0; b.Loop(); i++ {
+				sum := sha256.Sum256(fmt.Appendf(nil, "record %d", i))
+				key, chash := hex.EncodeToString(sum[:16]), hex.EncodeToString(sum[16:28])
+				batch = append(batch, Item{Key: key, FP: fp, InHash: key, OutHash: key, Data: data, PromptTokens: 20,
+					CompletionTokens: 50 + i%50, InChash: chash, Chash: chash, Requests: 1, Finish: "stop",
+					Sent: int64(i), FirstToken: int64(i), Finished: int64(i), URL: "http://127.0.0.1:30000/v1"})
+				if len(batch) == cap(batch) {
+					if err := s.Commit("generate[d]", batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+				n++
+			}
+			if err := s.Commit("generate[d]", batch); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64((rusage.CPU()-cpu0).Microseconds())/float64(n), "cpu-us/row")
 		})
 	}
 }
