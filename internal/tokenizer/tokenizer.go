@@ -129,21 +129,24 @@ func readGz(path string) ([]byte, error) {
 
 // gzipSize is the size of f's content once decompressed, from the gzip
 // trailer (the size modulo 4 GiB of the last member: a tokenizer file has
-// one), or a guess at four times the file's size where that fails.
+// one), or a guess at four times the file's size where that fails or
+// claims more than 32 times it (JSON compresses about fourfold; a broken
+// trailer must not allocate gigabytes).
 func gzipSize(f *os.File) int {
 	st, err := f.Stat()
 	if err != nil {
 		return 0
 	}
+	guess := int(st.Size()) * 4
 	var tail [4]byte
 	if st.Size() >= 18 {
 		if _, err := f.ReadAt(tail[:], st.Size()-4); err == nil {
-			if n := int(binary.LittleEndian.Uint32(tail[:])); n > 0 {
+			if n := int(binary.LittleEndian.Uint32(tail[:])); n > 0 && n <= 8*guess {
 				return n
 			}
 		}
 	}
-	return int(st.Size()) * 4
+	return guess
 }
 
 // Encode returns the token ids of text. Special-token strings in the text
