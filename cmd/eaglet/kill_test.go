@@ -194,7 +194,14 @@ func TestRun_InterruptAndLock(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Well into generating: its first answers are committed. (A fixed
+	// 700 ms was too short on a loaded machine.)
+	store := filepath.Join(dir, "state.db")
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(store); err == nil && generatedCount(t, store) > 0 {
+			break
+		}
+	}
 
 	code, second := runBin(bin, "run", spec)
 	if code == 0 || !strings.Contains(second, fmt.Sprintf("pid %d", cmd.Process.Pid)) {
