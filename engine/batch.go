@@ -39,6 +39,9 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	if _, err := r.markRunning(pr, started, prev); err != nil {
 		return r.fail(n, err)
 	}
+	if err := start(pr.stage); err != nil {
+		return r.fail(n, err)
+	}
 	bw, err := r.store.BeginBatch(n.ID)
 	if err != nil {
 		return r.fail(n, err)

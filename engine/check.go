@@ -28,7 +28,12 @@ func (p *Pipeline) Check() error {
 		if readsInput(n) {
 			continue
 		}
-		_, err := p.prepare(n, specs.InputInfo{}, shared, func(string, ...any) {}, true, nil)
+		pr, err := p.prepare(n, specs.InputInfo{}, shared, func(string, ...any) {}, true, nil)
+		if err == nil {
+			// What a stage sets up only when it runs (a tokenizer) is
+			// checked here too, before anything runs.
+			err = start(pr.stage)
+		}
 		if err == nil {
 			continue
 		}

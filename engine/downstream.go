@@ -30,6 +30,9 @@ func (p *Pipeline) downstream(n *Node, shared *stages.Shared, dry bool, store *s
 		if _, costly := pr.stage.(stages.Costly); !ok || costly {
 			break
 		}
+		if err := start(pr.stage); err != nil {
+			return nil, p.instanceError(u, err)
+		}
 		chain = append(chain, m)
 		d.Stages = append(d.Stages, u.ID)
 		cur = u

@@ -95,6 +95,15 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	return &prepared{node: n, inst: inst, stage: st, fp: fp, config: config, concurrency: max(conc, 1)}, nil
 }
 
+// start does the costly setup a stage defers to the run that needs it
+// (stages.Starter).
+func start(st stages.Stage) error {
+	if s, ok := st.(stages.Starter); ok {
+		return s.Start()
+	}
+	return nil
+}
+
 // instanceError names the instance in an error from building it. A spec
 // error keeps pointing at the option value that was evaluated (at the stage
 // when the value was a default) and gains its source line; the id says which

@@ -132,6 +132,9 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	if err != nil {
 		return r.fail(n, err)
 	}
+	if err := start(pr.stage); err != nil {
+		return r.fail(n, err)
+	}
 
 	reused := 0
 	if isCostly {

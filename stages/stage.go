@@ -153,6 +153,16 @@ type Rationed interface {
 	Rationed() bool
 }
 
+// Starter is implemented by stages whose setup is costly (loading a
+// 150k-vocabulary tokenizer takes half a second): New only resolves what
+// the fingerprint needs, and the engine calls Start once before the
+// instance does any work (in a run, plan's dry run, a downstream judge or
+// `eaglet validate`), not when the instance is up to date. An error fails
+// the instance, as one from New does.
+type Starter interface {
+	Start() error
+}
+
 // Pure is implemented by Mappers whose outcome for a record depends on the
 // record alone and costs less than storing it (filter). The engine runs
 // such a stage as one pass over its pending records, in key order, and

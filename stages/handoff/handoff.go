@@ -201,6 +201,11 @@ type Handoff struct {
 	out   string
 	tmpl  *chat.Template
 	paths []string // tokenizer and template files, for identity
+	// load makes tmpl, loading the tokenizer, once the stage runs
+	// (Start); nil without a tokenizer.
+	load     func() error
+	loadOnce sync.Once
+	loadErr  error
 	// manifestPath and stamp name what Finish wrote, for Report.
 	manifestPath, stamp string
 	// runDrops are the records this run's Run dropped, which Finish
@@ -216,6 +221,7 @@ var (
 	_ stages.Finisher      = (*Handoff)(nil)
 	_ stages.Fingerprinter = (*Handoff)(nil)
 	_ stages.Estimator     = (*Handoff)(nil)
+	_ stages.Starter       = (*Handoff)(nil)
 )
 
 func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
@@ -224,24 +230,40 @@ func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		return h, nil
 	}
 	dir := inst.Spec.Resolve(o.Tokenizer)
-	v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
-	}
 	h.paths = []string{dir}
-	src := ""
+	tpl := ""
 	if o.ChatTemplate != "" {
-		p := inst.Spec.Resolve(o.ChatTemplate)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		src, h.paths = string(b), append(h.paths, p)
+		tpl = inst.Spec.Resolve(o.ChatTemplate)
+		h.paths = append(h.paths, tpl)
 	}
-	if h.tmpl, err = chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
-		return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: fmt.Sprintf("stage %s: tokenizer %s: %v", inst.Stage.Name, dir, err)}
+	h.load = func() error {
+		v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+		if err != nil {
+			return fmt.Errorf("tokenizer %s: %w", dir, err)
+		}
+		src := ""
+		if tpl != "" {
+			b, err := os.ReadFile(tpl)
+			if err != nil {
+				return err
+			}
+			src = string(b)
+		}
+		if h.tmpl, err = chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
+			return &specs.Error{Pos: inst.Stage.Pos, Msg: fmt.Sprintf("stage %s: tokenizer %s: %v", inst.Stage.Name, dir, err)}
+		}
+		return nil
 	}
 	return h, nil
+}
+
+// Start loads the tokenizer and makes the template, once; the engine
+// calls it before the stage runs, and Run and Finish do if none did.
+func (h *Handoff) Start() error {
+	if h.load != nil {
+		h.loadOnce.Do(func() { h.loadErr = h.load() })
+	}
+	return h.loadErr
 }
 
 // Fingerprint names the tokenizer and template: other ones make other rows.
@@ -257,6 +279,9 @@ func (h *Handoff) Fingerprint() (string, error) {
 // window), so plan shows what the trainer's window costs before anything
 // is written.
 func (h *Handoff) Run(ctx context.Context, in stages.Input, out stages.Output) error {
+	if err := h.Start(); err != nil {
+		return err
+	}
 	h.runDrops = nil
 	return in.Each(ctx, func(rec *conv.Record) error {
 		turns := answers(rec)
@@ -326,6 +351,9 @@ func (h *Handoff) Order(rec *conv.Record) uint64 {
 
 // Finish writes the version and points `current` at it.
 func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
+	if err := h.Start(); err != nil {
+		return err
+	}
 	v, err := h.write(ctx, out)
 	if err != nil {
 		return fmt.Errorf("handoff %s: %w", h.out, err)

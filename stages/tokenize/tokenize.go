@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
@@ -64,14 +65,20 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 
 // Tokenize fills in each record's prompt ids.
 type Tokenize struct {
-	tmpl  *chat.Template
 	max   int
 	paths []string
+	// load makes the template, with the tokenizer it loads, once the
+	// stage runs (Start): an up-to-date run need not load it.
+	load     func() (*chat.Template, error)
+	loadOnce sync.Once
+	tmpl     *chat.Template
+	loadErr  error
 }
 
 var (
 	_ stages.Mapper        = (*Tokenize)(nil)
 	_ stages.Fingerprinter = (*Tokenize)(nil)
+	_ stages.Starter       = (*Tokenize)(nil)
 )
 
 func newTokenize(inst *stages.Instance, o *Options) (stages.Stage, error) {
@@ -80,28 +87,39 @@ func newTokenize(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	}
 	dir := inst.Spec.Resolve(o.Tokenizer)
 	tpl := inst.Spec.Resolve(o.ChatTemplate)
-	// Loading a 150k-vocabulary tokenizer takes half a second: once per run.
-	v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
-	}
-	src := ""
-	if tpl != "" {
-		b, err := os.ReadFile(tpl)
-		if err != nil {
-			return nil, err
-		}
-		src = string(b)
-	}
-	tmpl, err := chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now)
-	if err != nil {
-		return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: err.Error()}
-	}
-	t := &Tokenize{tmpl: tmpl, max: o.MaxPromptTokens.Int(), paths: []string{dir}}
+	t := &Tokenize{max: o.MaxPromptTokens.Int(), paths: []string{dir}}
 	if tpl != "" {
 		t.paths = append(t.paths, tpl)
 	}
+	t.load = func() (*chat.Template, error) {
+		// Half a second for a 150k vocabulary: once per run, shared
+		// with the handoff reading the same directory.
+		v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+		}
+		src := ""
+		if tpl != "" {
+			b, err := os.ReadFile(tpl)
+			if err != nil {
+				return nil, err
+			}
+			src = string(b)
+		}
+		tmpl, err := chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now)
+		if err != nil {
+			return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: err.Error()}
+		}
+		return tmpl, nil
+	}
 	return t, nil
+}
+
+// Start loads the tokenizer and makes the template, once; the engine
+// calls it before the stage runs, and Process does if none did.
+func (t *Tokenize) Start() error {
+	t.loadOnce.Do(func() { t.tmpl, t.loadErr = t.load() })
+	return t.loadErr
 }
 
 // Fingerprint hashes the tokenizer and template files: another tokenizer
@@ -110,6 +128,9 @@ func (t *Tokenize) Fingerprint() (string, error) { return tokenizer.FilesHash(t.
 
 // Process renders the prompt with the generation prompt and tokenizes it.
 func (t *Tokenize) Process(_ context.Context, rec *conv.Record) (stages.Outcome, error) {
+	if err := t.Start(); err != nil {
+		return stages.Outcome{}, err
+	}
 	ids, err := t.tmpl.PromptIDs(rec.Prompt(), rec.Tools)
 	if err != nil {
 		return stages.Outcome{}, err
