@@ -24,6 +24,17 @@ def prompt(i):
     return f"Question number {i}: explain idea {i * 7} in detail."
 
 
+async def sse(r):
+    """Yields the JSON events of a server-sent-event stream until [DONE]."""
+    async for line in r.content:
+        if not line.startswith(b"data: "):
+            continue
+        payload = line[6:].strip()
+        if payload == b"[DONE]":
+            break
+        yield json.loads(payload)
+
+
 async def chat(session, base, i, stream):
     body = {"model": "sim", "max_tokens": 256, "messages": [{"role": "user", "content": prompt(i)}]}
     if stream:
@@ -36,13 +47,7 @@ async def chat(session, base, i, stream):
             data = await r.json()
             return data["choices"][0]["message"]
         content, finish, usage = [], None, None
-        async for line in r.content:
-            if not line.startswith(b"data: "):
-                continue
-            payload = line[6:].strip()
-            if payload == b"[DONE]":
-                break
-            event = json.loads(payload)
+        async for event in sse(r):
             for ch in event.get("choices") or []:
                 content.append((ch.get("delta") or {}).get("content") or "")
                 finish = ch.get("finish_reason") or finish
@@ -60,13 +65,8 @@ async def sglang(session, base, i, stream):
         if not stream:
             return await r.json()
         last = None
-        async for line in r.content:
-            if not line.startswith(b"data: "):
-                continue
-            payload = line[6:].strip()
-            if payload == b"[DONE]":
-                break
-            last = json.loads(payload)  # SGLang streams the text so far
+        async for last in sse(r):  # SGLang streams the text so far
+            pass
         return last
 
 
