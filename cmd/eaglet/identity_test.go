@@ -215,7 +215,10 @@ func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
 	dir := t.TempDir()
 	chatPrompts(t, dir, 40, "chat.jsonl")
 	spec := filepath.Join(dir, "spec.yaml")
-	body := strings.Replace(identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.7"), "retries: 0", "retries: 8", 1)
+	// A timeout over the endpoint's 2 s rest: three 500s in a row (the
+	// faults are 30% of requests, their order the scheduler's) take the
+	// only URL out for 2 s, which a record must wait out, not fail on.
+	body := strings.Replace(identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.7"), "retries: 0, timeout: 1s", "retries: 8, timeout: 10s", 1)
 	body = strings.Replace(body, "    concurrency: 8\n", "    concurrency: 8\n    price: {input: 1.0, output: 2.0}\n", 1)
 	os.WriteFile(spec, []byte(body), 0o644)
 	code, _, errOut := eaglet("run", "--progress", "lines", spec)
