@@ -264,7 +264,7 @@ func (r *runner) dispatch(ctx context.Context, pr *prepared, st stages.Mapper, u
 		go func() {
 			defer workers.Done()
 			for j := range jobs {
-				results <- r.processJob(workCtx, pr, st, j)
+				results <- r.process(workCtx, pr, st, j)
 			}
 		}()
 	}
@@ -426,15 +426,10 @@ func (r *runner) lookAhead(ctx context.Context, fp string, send func(job) error)
 	return feed, flush
 }
 
-// process runs one record through the stage and turns the result into the
-// row to store.
-func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, row state.Row) outcome {
-	return r.processJob(ctx, pr, st, job{row: row})
-}
-
-// processJob is process for a record fed with what its feed learnt of it
-// (job.unanswered).
-func (r *runner) processJob(ctx context.Context, pr *prepared, st stages.Mapper, j job) outcome {
+// process runs one record, fed with what its feed learnt of it
+// (job.unanswered), through the stage and turns the result into the row
+// to store.
+func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, j job) outcome {
 	row := j.row
 	it := state.Item{Key: row.Key, FP: pr.fp, InHash: row.Hash}
 	rec, err := decodeRow(row)

@@ -67,7 +67,7 @@ func (r *runner) pass(ctx context.Context, pr *prepared, st stages.Mapper, upstr
 		each = func(fn func(state.Row) error) error { return r.store.EachOutput(ctx, upstream, fn) }
 	}
 	feedErr = each(func(row state.Row) error {
-		o := r.process(workCtx, pr, st, row)
+		o := r.process(workCtx, pr, st, job{row: row})
 		if o.err != nil {
 			return nil // interrupted before it ran; left for the next run
 		}
