@@ -15,23 +15,11 @@ import (
 // after an instance over every dataset reads only its own dataset's
 // records, for a Mapper (filter) and a Batch (cap) alike.
 func TestRun_DatasetlessFeedsPerDataset(t *testing.T) {
-	data, err := filepath.Abs("../specs/examples/data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := `version: 1
-name: route
-state: state.db
-datasets:
-  chat: {source: ` + data + `/chat.jsonl, format: messages}
-  code: {source: ` + data + `/code.jsonl, format: sharegpt}
-stages:
-  - {name: load, uses: load, foreach: datasets}
+	p, store, _ := enginetest.OpenAndRun(t, t.TempDir(), routeSpec(t, `
   - {name: all, uses: cap, needs: [load], with: {max_samples: 1000000}}
   - {name: filter, uses: filter, needs: [all], foreach: datasets, with: {keep: "true"}}
   - {name: sample, uses: cap, needs: [all], foreach: datasets, with: {max_samples: 1000000}}
-`
-	p, store, _ := enginetest.OpenAndRun(t, t.TempDir(), spec)
+`))
 	for _, ds := range []string{"chat", "code"} {
 		loaded, err := store.CountOutputs([]string{"load[" + ds + "]"})
 		if err != nil {
@@ -69,26 +57,14 @@ stages:
 // and, over every dataset, its dataset, comes from the rows it read; it
 // must be what reading the records gives.
 func TestRun_CapKeepsTokensAndDatasets(t *testing.T) {
-	data, err := filepath.Abs("../specs/examples/data")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tok, err := filepath.Abs("../internal/tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := `version: 1
-name: route
-state: state.db
-datasets:
-  chat: {source: ` + data + `/chat.jsonl, format: messages}
-  code: {source: ` + data + `/code.jsonl, format: sharegpt}
-stages:
-  - {name: load, uses: load, foreach: datasets}
-  - {name: tok, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: ` + tok + `}}
+	_, store, _ := enginetest.OpenAndRun(t, t.TempDir(), routeSpec(t, `
+  - {name: tok, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: `+tok+`}}
   - {name: all, uses: cap, needs: [tok], with: {max_samples: 1000000}}
-`
-	_, store, _ := enginetest.OpenAndRun(t, t.TempDir(), spec)
+`))
 	sum := func(id string) (records int, prompt int64) {
 		counts, err := store.Counts(id)
 		if err != nil {
@@ -114,4 +90,22 @@ stages:
 	if n, p := sum("all"); n != loaded || p != loadedTokens || p == 0 {
 		t.Errorf("all: %d records of %d prompt tokens; want load's %d of %d", n, p, loaded, loadedTokens)
 	}
+}
+
+// routeSpec is a spec of the bundled chat and code datasets, loaded per
+// dataset, followed by the stages in more.
+func routeSpec(t *testing.T, more string) string {
+	t.Helper()
+	data, err := filepath.Abs("../specs/examples/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `version: 1
+name: route
+state: state.db
+datasets:
+  chat: {source: ` + data + `/chat.jsonl, format: messages}
+  code: {source: ` + data + `/code.jsonl, format: sharegpt}
+stages:
+  - {name: load, uses: load, foreach: datasets}` + more
 }
