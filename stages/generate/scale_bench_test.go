@@ -35,23 +35,35 @@ const (
 // coordinator is what limits a large deployment. The servers run in a
 // child process (this test binary again), so the figures are the
 // coordinator's alone and the 2 × 16,384 loopback sockets do not share one
-// process's file limit. Answers average 20 tokens at EAGLET_BENCH_SCALE_SPEED
-// tokens/s a sequence (default 5: about 4 s an answer, so keeping 16,384 in
-// flight takes about 4,000 requests/s); EAGLET_BENCH_SCALE_REQUESTS sets the
-// prompts (default 100,000). It reports requests/s, the mean requests in
-// flight (requests/s × mean request time, Little's law: 16,384 if the
-// coordinator keeps up), CPU per request, peak RSS, and how long an answer
-// waits between arriving and being committed (p50, p99, max; to the 50 ms
-// of the progress ticks that observe the commits). The whole run includes
-// dialling 16,384 connections and growing as many goroutines' stacks, once
-// each, and the tail; the steady-* figures are those of the middle half of
-// the answers alone, by arrival (requests/s, mean in flight over that
-// stretch, CPU per request):
+// process's file limit. Answers average 20 tokens, at a speed that makes
+// them take about 20 s (answers-20s: a 1,000-token answer at 50 tokens/s,
+// so keeping 16,384 in flight takes about 800 requests/s) or about 4 s
+// (answers-4s: 4,000 requests/s, more than this 2-core machine serves
+// with the servers on it too); EAGLET_BENCH_SCALE_REQUESTS sets the prompts
+// (default 50,000). It reports requests/s, the mean requests in flight
+// (requests/s × mean request time, Little's law: 16,384 if the coordinator
+// keeps up), CPU per request and the cores it kept busy, the servers'
+// cores, peak RSS, and how long an answer waits between arriving and
+// being committed (p50, p99, max; to the 50 ms of the progress ticks that
+// observe the commits). The whole run includes dialling 16,384
+// connections and growing as many goroutines' stacks, once each, and the
+// tail; the steady-* figures are those of the middle half of the answers
+// alone, by arrival (requests/s, mean in flight over that stretch, CPU per
+// request):
 //
 //	go test ./stages/generate -run '^$' -bench ScaleOut -benchtime 1x
 func BenchmarkScaleOut(b *testing.B) {
-	n := envInt("EAGLET_BENCH_SCALE_REQUESTS", 100_000)
-	urls := startScaleServers(b)
+	n := envInt("EAGLET_BENCH_SCALE_REQUESTS", 50_000)
+	for _, c := range []struct {
+		name  string
+		speed int // tokens/s a sequence, for answers of 20 tokens on average
+	}{{"answers-20s", 1}, {"answers-4s", 5}} {
+		b.Run(c.name, func(b *testing.B) { benchScaleOut(b, n, c.speed) })
+	}
+}
+
+func benchScaleOut(b *testing.B, n, speed int) {
+	urls, child := startScaleServers(b, speed)
 	dir := b.TempDir()
 	writePrompts(b, filepath.Join(dir, "prompts.jsonl"), n)
 	quoted := make([]string, len(urls))
@@ -74,12 +86,20 @@ stages:
 		enginetest.Run(b, p, store, enginetest.Stage(b, p, "load", ""))
 		commits := &commitLog{}
 		cpu0, start := rusage.CPU(), time.Now()
-		_, err := p.Run(context.Background(), store, engine.RunOptions{
+		servers0, err := rusage.Of(child)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = p.Run(context.Background(), store, engine.RunOptions{
 			Nodes: enginetest.Stage(b, p, "generate", ""), Log: commits, ProgressEvery: 50 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}
 		took, cpu := time.Since(start), rusage.CPU()-cpu0
+		servers, err := rusage.Of(child)
+		if err != nil {
+			b.Fatal(err)
+		}
 		sent, done, meanMs := answerTimes(b, filepath.Join(dir, fmt.Sprintf("state%d.db", i)))
 		if len(done) != n {
 			b.Fatalf("%d answers stored, want %d", len(done), n)
@@ -88,6 +108,8 @@ stages:
 		b.ReportMetric(rate, "requests/s")
 		b.ReportMetric(rate*meanMs/1000, "mean-in-flight")
 		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/request")
+		b.ReportMetric(cpu.Seconds()/took.Seconds(), "cores")
+		b.ReportMetric((servers-servers0).Seconds()/took.Seconds(), "servers-cores")
 		lags := commits.lags(done)
 		b.ReportMetric(float64(lags[len(lags)/2]), "commit-p50-ms")
 		b.ReportMetric(float64(lags[len(lags)*99/100]), "commit-p99-ms")
@@ -95,10 +117,11 @@ stages:
 		// The middle half of the answers, by when they arrived.
 		from, to := done[n/4], done[n*3/4]
 		if cpu, ok := commits.cpuBetween(from, to); ok {
-			answers := n*3/4 - n/4
-			b.ReportMetric(float64(answers)/(float64(to-from)/1000), "steady-requests/s")
+			answers, seconds := n*3/4-n/4, float64(to-from)/1000
+			b.ReportMetric(float64(answers)/seconds, "steady-requests/s")
 			b.ReportMetric(inFlight(sent, done, from, to), "steady-in-flight")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(answers), "steady-cpu-us/request")
+			b.ReportMetric(cpu.Seconds()/seconds, "steady-cores")
 		}
 	}
 	b.ReportMetric(enginetest.PeakRSSMiB(), "peak-MiB")
@@ -111,7 +134,7 @@ func TestScaleOutServers(t *testing.T) {
 	if os.Getenv("EAGLET_SCALE_CHILD") == "" {
 		t.Skip("run by BenchmarkScaleOut")
 	}
-	speed := float64(envInt("EAGLET_BENCH_SCALE_SPEED", 5))
+	speed := float64(envInt("EAGLET_SCALE_SPEED", 1))
 	for range scaleServers {
 		srv, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 20}), Speed: speed})
 		if err != nil {
@@ -126,10 +149,11 @@ func TestScaleOutServers(t *testing.T) {
 	io.Copy(io.Discard, os.Stdin)
 }
 
-// startScaleServers starts the child process and returns its servers' URLs.
-func startScaleServers(b *testing.B) []string {
+// startScaleServers starts the child process with servers decoding speed
+// tokens/s a sequence and returns their URLs and its pid.
+func startScaleServers(b *testing.B, speed int) (urls []string, pid int) {
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestScaleOutServers$", "-test.v")
-	cmd.Env = append(os.Environ(), "EAGLET_SCALE_CHILD=1")
+	cmd.Env = append(os.Environ(), "EAGLET_SCALE_CHILD=1", fmt.Sprintf("EAGLET_SCALE_SPEED=%d", speed))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -143,7 +167,6 @@ func startScaleServers(b *testing.B) []string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	var urls []string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() && sc.Text() != "READY" {
 		if u, ok := strings.CutPrefix(sc.Text(), "URL "); ok {
@@ -154,7 +177,7 @@ func startScaleServers(b *testing.B) []string {
 	if len(urls) != scaleServers {
 		b.Fatalf("child process started %d servers, want %d", len(urls), scaleServers)
 	}
-	return urls
+	return urls, cmd.Process.Pid
 }
 
 // commitLog reads the progress lines of a run: the count they show is of
