@@ -13,6 +13,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
+	"github.com/eaglet-dev/eaglet/stages"
 )
 
 var allFormats = []string{"speculators", "specforge", "specforge-text", "messages"}
@@ -191,4 +192,86 @@ func specForgeValidate(line []byte) error {
 		return fmt.Errorf("conversation must end with an assistant message")
 	}
 	return nil
+}
+
+// TestHandoff_SpecForgeDropsCountedPerRecord: a turn whose context holds
+// tool calls alone cannot be a SpecForge row (its validator stops at empty
+// content). The handoff's record counts must agree with the rows: a
+// record is done exactly when it gives a row, so one whose only turn
+// breaks the validator's rules is dropped with that reason, as the
+// manifest counts it. Before, the run kept such records and only the
+// writing of the shards dropped them, so status showed more done than
+// records written. The manifest's ids_from and prompt_check count rows
+// written, not turns dropped (max_length drops turns after tokenizing).
+func TestHandoff_SpecForgeDropsCountedPerRecord(t *testing.T) {
+	tokDir, _ := qwen3(t)
+	url := simtest.Serve(t, server.Config{Model: sim.New(sim.Config{Seed: 3, MeanTokens: 40}), Name: "target"})
+	for _, turns := range []string{"last", "all"} {
+		t.Run(turns, func(t *testing.T) {
+			dir := workdir(t)
+			spec := fmt.Sprintf(`version: 1
+name: specforge-drops
+state: state.db
+datasets: {d: {source: convos.jsonl, format: messages}}
+endpoints: {chat: {api: openai, urls: [%q], model: target}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 200, turns: %s}}
+  - {name: handoff, uses: handoff, needs: [generate], with: {out: out, format: specforge, tokenizer: %q, max_length: 60}}
+`, url+"/v1", turns, tokDir)
+			_, store, _ := enginetest.OpenAndRun(t, dir, spec)
+			counts, err := store.Counts("handoff")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := 0
+			for _, c := range counts {
+				if c.Status == int(stages.Done) {
+					done += c.N
+				}
+			}
+			withRows := map[string]bool{}
+			for _, line := range readRows(t, filepath.Join(dir, "out", "current")) {
+				var r struct{ Metadata struct{ Key string } }
+				if err := json.Unmarshal(line, &r); err != nil {
+					t.Fatal(err)
+				}
+				withRows[r.Metadata.Key] = true
+			}
+			if len(withRows) != done {
+				t.Errorf("%d records done, %d records with rows; want a record done exactly when it gives a row", done, len(withRows))
+			}
+			m := manifest(t, dir, current(t, dir))
+			for _, field := range []string{"ids_from", "prompt_check"} {
+				n := 0
+				for _, v := range m[field].(map[string]any) {
+					n += int(v.(float64))
+				}
+				if rows := int(m["rows"].(float64)); n != rows {
+					t.Errorf("the manifest's %s counts %d rows of %d written; want every row and no dropped turn", field, n, rows)
+				}
+			}
+			if turns != "last" {
+				return
+			}
+			inst, err := store.GetInstance("handoff")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := m["datasets"].(map[string]any)["d"].(map[string]any)
+			inManifest := ds["dropped"].(map[string]any)
+			validator := 0
+			for reason, n := range inst.Stats.Dropped {
+				if int(inManifest[reason].(float64)) != n {
+					t.Errorf("%d records dropped for %q, the manifest %v; want the same (one turn a record)", n, reason, inManifest[reason])
+				}
+				if strings.HasPrefix(reason, "specforge validator: ") {
+					validator += n
+				}
+			}
+			if validator == 0 {
+				t.Errorf("no record dropped by the SpecForge validator's rules (drops %v); a record's context holds a tool call alone", inst.Stats.Dropped)
+			}
+		})
+	}
 }

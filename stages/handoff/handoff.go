@@ -313,6 +313,14 @@ func (h *Handoff) judge(rec *conv.Record, t answer) (*tokens, string, error) {
 	if h.opts.ToolTurns == "drop" && sourceToolCalls(rec, t) {
 		return nil, "tool_turns: drop (source-written tool calls in context)", nil
 	}
+	// Judged here, not when the row is written, so that Run drops the
+	// record (its count and reason in status and the report) when no turn
+	// of it can be a SpecForge row, and no turn is tokenized for nothing.
+	if h.opts.Format == FormatSpecForge {
+		if reason := specForgeInvalid(conv.ToOpenAI(t.conversation())); reason != "" {
+			return nil, "specforge validator: " + reason, nil
+		}
+	}
 	max := h.opts.MaxLength
 	if h.tmpl == nil {
 		// Without the target's tokenizer the server's counts are the length.

@@ -26,6 +26,12 @@ type answer struct {
 	sentLen int
 }
 
+// conversation is the turn's context followed by its answer, in a new
+// slice.
+func (t answer) conversation() []conv.Message {
+	return append(append(make([]conv.Message, 0, len(t.context)+1), t.context...), t.msg)
+}
+
 // answers lists the turns the target generated, oldest first: every
 // earlier turn kept on the generation, then the final one. Assistant turns
 // the source wrote are never among them.

@@ -210,20 +210,17 @@ func (h *Handoff) rows(rec *conv.Record, m *Manifest) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		if tk != nil {
-			m.count(tk)
-		}
 		if reason != "" {
 			ds.drop(reason)
 			continue
 		}
-		r, reason, err := h.row(rec, t, tk)
+		r, err := h.row(rec, t, tk)
 		if err != nil {
 			return nil, err
 		}
-		if reason != "" {
-			ds.drop(reason)
-			continue
+		if tk != nil {
+			// Per row written, as the warnings about them say.
+			m.count(tk)
 		}
 		ds.Rows++
 		ds.Tokens += int64(r.tokens)
@@ -238,9 +235,8 @@ func (h *Handoff) rows(rec *conv.Record, m *Manifest) ([]row, error) {
 // regeneration names its rows (conversation id, _gen, index).
 func rowID(rec *conv.Record, t answer) string { return fmt.Sprintf("%s_gen%d", rec.Key, t.index) }
 
-// row builds one turn's line from its ids (nil without a tokenizer); a
-// reason says why the format cannot hold it.
-func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, string, error) {
+// row builds one turn's line from its ids (nil without a tokenizer).
+func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, error) {
 	var v any
 	switch h.opts.Format {
 	case FormatSpeculators:
@@ -248,11 +244,9 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, string, erro
 	case FormatSpecForgeText:
 		v = textRow{ID: rowID(rec, t), Text: tk.text, Metadata: h.metadata(rec, t, tk)}
 	default:
-		convo := conv.ToOpenAI(append(append([]conv.Message(nil), t.context...), t.msg))
+		convo := conv.ToOpenAI(t.conversation())
 		if h.opts.Format == FormatSpecForge {
-			if reason := specForgeInvalid(convo); reason != "" {
-				return row{}, "specforge validator: " + reason, nil
-			}
+			// judge dropped the turns SpecForge's validator would stop at.
 			tools := ""
 			if len(rec.Tools) > 0 {
 				b, _ := json.Marshal(conv.ToolsToOpenAI(rec.Tools))
@@ -265,7 +259,7 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, string, erro
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return row{}, "", err
+		return row{}, err
 	}
 	r := row{line: append(b, '\n')}
 	if tk != nil {
@@ -273,7 +267,7 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, string, erro
 	} else {
 		r.tokens, r.supervised = t.promptTokens+t.completionTokens, t.completionTokens
 	}
-	return r, "", nil
+	return r, nil
 }
 
 // specForgeInvalid applies SpecForge's validate_regenerated_data.py rules
