@@ -625,9 +625,9 @@ func (s *Store) putItems(tx *sql.Tx, inst string, items []Item) error {
 		}
 		var err error
 		if n == chunk {
-			_, err = tx.Stmt(s.upsert).Exec(vals...)
+			err = closed(tx.Stmt(s.upsert).Query(vals...))
 		} else {
-			_, err = tx.Exec(upsertSQL(n), vals...)
+			err = closed(tx.Query(upsertSQL(n), vals...))
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", inst, err)
@@ -635,6 +635,17 @@ func (s *Store) putItems(tx *sql.Tx, inst string, items []Item) error {
 		items = items[n:]
 	}
 	return nil
+}
+
+// closed finishes a write run through Query rather than Exec: the driver
+// binds every argument and takes the statement's step in one call into C
+// through Query, where Exec crosses into C once per argument; binding a
+// row's 12 values one call at a time was a fifth of writing it.
+func closed(rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // prepareUpserts prepares upsertSQL(chunk) and batchInsertSQL(batchFlush)
@@ -664,9 +675,9 @@ func (s *Store) putBatch(tx *sql.Tx, inst string, items []Item) error {
 	}
 	var err error
 	if len(items) == batchFlush {
-		_, err = tx.Stmt(s.batchInsert).Exec(vals...)
+		err = closed(tx.Stmt(s.batchInsert).Query(vals...))
 	} else {
-		_, err = tx.Exec(batchInsertSQL(len(items)), vals...)
+		err = closed(tx.Query(batchInsertSQL(len(items)), vals...))
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", inst, err)

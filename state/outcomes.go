@@ -68,9 +68,9 @@ func (s *Store) CommitOutcomes(inst string, items []Item) error {
 				it.PromptTokens, it.CompletionTokens, it.Chash, it.Dataset)
 		}
 		if n == prepared {
-			_, err = stmt.Exec(vals...)
+			err = closed(stmt.Query(vals...))
 		} else {
-			_, err = tx.Exec(plainUpsertSQL(n), vals...)
+			err = closed(tx.Query(plainUpsertSQL(n), vals...))
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", inst, err)
