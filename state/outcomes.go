@@ -38,8 +38,8 @@ func (it *Item) plain() bool {
 // CommitOutcomes stores many outcomes of an item stage in one transaction,
 // as Commit does, for a stage that passes over its whole input at once
 // (stages.Pure): outcomes that carry no answer (a filter's) are written
-// through plainUpsertSQL, a statement of chunk rows prepared once per
-// call; any other outcome makes it fall back to Commit, which stores
+// through plainUpsertSQL, a statement of chunk rows prepared when the
+// store opens; any other outcome makes it fall back to Commit, which stores
 // every column.
 func (s *Store) CommitOutcomes(inst string, items []Item) error {
 	for i := range items {
@@ -54,12 +54,7 @@ func (s *Store) CommitOutcomes(inst string, items []Item) error {
 	defer tx.Rollback()
 	now := time.Now().UnixNano()
 	vals := make([]any, 0, 2+12*chunk)
-	prepared := min(chunk, len(items))
-	stmt, err := tx.Prepare(plainUpsertSQL(prepared))
-	if err != nil {
-		return fmt.Errorf("commit %s: %w", inst, err)
-	}
-	defer stmt.Close()
+	stmt := tx.Stmt(s.plainUpsert)
 	for len(items) > 0 {
 		n := min(len(items), chunk)
 		vals = append(vals[:0], inst, now)
@@ -67,7 +62,7 @@ func (s *Store) CommitOutcomes(inst string, items []Item) error {
 			vals = append(vals, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin, it.Data,
 				it.PromptTokens, it.CompletionTokens, it.Chash, it.Dataset)
 		}
-		if n == prepared {
+		if n == chunk {
 			err = closed(stmt.Query(vals...))
 		} else {
 			err = closed(tx.Query(plainUpsertSQL(n), vals...))

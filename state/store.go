@@ -210,10 +210,11 @@ type Store struct {
 	// r serves concurrent reads, which WAL lets run beside the writer.
 	r    *sql.DB
 	lock *os.File
-	// upsert and batchInsert are the writer's prepared statements for a
-	// full chunk of an item stage's outcomes and a full batch of a batch
-	// stage's records (prepareUpserts).
-	upsert, batchInsert *sql.Stmt
+	// upsert, plainUpsert and batchInsert are the writer's prepared
+	// statements for a full chunk of an item stage's outcomes (any, and
+	// those without an answer) and a full batch of a batch stage's
+	// records (prepareUpserts).
+	upsert, plainUpsert, batchInsert *sql.Stmt
 	// sortBufs holds the buffers of sorts, each of sortMemory bytes (but
 	// in tests) before it spills to temporary files beside the store.
 	sortBufs *sortBufs
@@ -350,7 +351,7 @@ func (s *Store) Close() error {
 		s.lock.Close()
 	}
 	var errs []error
-	for _, st := range []*sql.Stmt{s.upsert, s.batchInsert} {
+	for _, st := range []*sql.Stmt{s.upsert, s.plainUpsert, s.batchInsert} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
