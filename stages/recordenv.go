@@ -9,6 +9,18 @@ import (
 // spec's vars. Called with an empty record it is the type-checking
 // environment, so a misspelt field fails at validate time.
 func RecordEnv(rec *conv.Record, vars any) map[string]any {
+	env := make(map[string]any, recordEnvFields)
+	FillRecordEnv(env, rec, vars)
+	return env
+}
+
+// recordEnvFields is how many names RecordEnv sets.
+const recordEnvFields = 15
+
+// FillRecordEnv sets in env every name RecordEnv sets, to rec's values,
+// so a stage evaluating an expression per record can reuse one map: a
+// new map per record was a third of what a filter's pass allocated.
+func FillRecordEnv(env map[string]any, rec *conv.Record, vars any) {
 	prompt := rec.Prompt()
 	var chars, turns int
 	var system string
@@ -21,23 +33,21 @@ func RecordEnv(rec *conv.Record, vars any) map[string]any {
 			system = m.Content
 		}
 	}
-	env := map[string]any{
-		"key":               rec.Key,
-		"dataset":           rec.Dataset,
-		"vars":              vars,
-		"num_messages":      len(rec.Messages),
-		"num_turns":         turns,
-		"has_tools":         len(rec.Tools) > 0,
-		"system":            system,
-		"prompt_chars":      chars,
-		"prompt_tokens":     rec.PromptTokens,
-		"generated":         rec.Generation != nil,
-		"completion":        "",
-		"reasoning":         "",
-		"finish_reason":     "",
-		"completion_tokens": 0,
-		"num_tool_calls":    0,
-	}
+	env["key"] = rec.Key
+	env["dataset"] = rec.Dataset
+	env["vars"] = vars
+	env["num_messages"] = len(rec.Messages)
+	env["num_turns"] = turns
+	env["has_tools"] = len(rec.Tools) > 0
+	env["system"] = system
+	env["prompt_chars"] = chars
+	env["prompt_tokens"] = rec.PromptTokens
+	env["generated"] = rec.Generation != nil
+	env["completion"] = ""
+	env["reasoning"] = ""
+	env["finish_reason"] = ""
+	env["completion_tokens"] = 0
+	env["num_tool_calls"] = 0
 	if g := rec.Generation; g != nil {
 		env["completion"] = g.Content
 		env["reasoning"] = g.Reasoning
@@ -48,5 +58,4 @@ func RecordEnv(rec *conv.Record, vars any) map[string]any {
 			env["prompt_tokens"] = g.PromptTokens
 		}
 	}
-	return env
 }

@@ -5,6 +5,7 @@ package filter
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
@@ -56,6 +57,12 @@ func newFilter(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	return f, nil
 }
 
+// envs holds expression environments between records (FillRecordEnv):
+// an expression's result keeps no reference to its environment, so a map
+// is free again once Process returns, and Process may run on several
+// workers at once.
+var envs = sync.Pool{New: func() any { return map[string]any{} }}
+
 // Process drops a record with the rule's name or the expression that
 // rejected it as reason.
 func (f *Filter) Process(_ context.Context, rec *conv.Record) (stages.Outcome, error) {
@@ -64,7 +71,9 @@ func (f *Filter) Process(_ context.Context, rec *conv.Record) (stages.Outcome, e
 			return stages.Outcome{Status: stages.Dropped, Reason: rule}, nil
 		}
 	}
-	env := stages.RecordEnv(rec, f.vars)
+	env := envs.Get().(map[string]any)
+	defer envs.Put(env)
+	stages.FillRecordEnv(env, rec, f.vars)
 	if !f.opts.Keep.IsZero() {
 		v, err := f.opts.Keep.Eval(env)
 		if err != nil {
