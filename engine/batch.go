@@ -314,6 +314,20 @@ func (o *batchOutput) store(it state.Item) error {
 	return o.bw.Put(it)
 }
 
+// Settle leaves out, as the writer writes them, the records keep rejects,
+// and counts them as dropped rather than passed on.
+func (o *batchOutput) Settle(keep func(key string) bool, reason string) {
+	o.bw.Only(func(it *state.Item) bool {
+		if keep(it.Key) {
+			return true
+		}
+		o.count--
+		o.dropped[reason]++
+		o.prog.settled(o.n, *it)
+		return false
+	})
+}
+
 func (o *batchOutput) Drop(reason string) {
 	o.dropped[reason]++
 	o.prog.add(o.n, state.Item{Status: int(stages.Dropped)})

@@ -181,6 +181,18 @@ func (p *progress) duplicates(node *Node, n int) {
 	s.done -= n
 }
 
+// settled counts as dropped a record added as passed on (a batch stage's
+// SettleOutput), with its tokens.
+func (p *progress) settled(n *Node, it state.Item) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.st[n]
+	s.done--
+	s.dropped++
+	s.promptTokens -= int64(it.PromptTokens)
+	s.completionTokens -= int64(it.CompletionTokens)
+}
+
 func (p *progress) finish(n *Node, note string) {
 	p.mu.Lock()
 	s := p.st[n]

@@ -269,6 +269,12 @@ type Output interface {
 	Keep(rec *conv.Record) error
 	// Drop counts a record not passed on, by reason.
 	Drop(reason string)
+	// Settle drops, counted under reason, every record of this run's
+	// output for which keep returns false: a stage that learns only at the
+	// end of its input which records it passes on (cap: the best by rank)
+	// keeps each that may stay and settles at the end, reading the input
+	// once.
+	Settle(keep func(key string) bool, reason string)
 }
 
 // Reporter is implemented by Batch stages that tell more of a run than

@@ -714,6 +714,8 @@ type BatchWriter struct {
 	digest  hash.Hash
 	records int
 	flushes int
+	// only, when set, says which records put are written (Only).
+	only func(*Item) bool
 }
 
 // stagingPrefix marks the instance a batch stage's next output is written
@@ -780,6 +782,13 @@ func (b *BatchWriter) Put(it Item) error {
 	return b.sorted.add(&it)
 }
 
+// Only makes the writer leave out, as it writes them, the records put
+// (before or after) for which keep returns false, so a stage that learns
+// only at the end of its input which records it passes on (cap's best by
+// rank) need not read the input again. Of a key put twice, only the first
+// put is shown to keep.
+func (b *BatchWriter) Only(keep func(*Item) bool) { b.only = keep }
+
 // flush writes what was put so far, in key order, a transaction per
 // batchFlush records.
 func (b *BatchWriter) flush() error {
@@ -808,6 +817,9 @@ func (b *BatchWriter) flush() error {
 			b.flushes++
 		}
 		last, first = it.Key, false
+		if b.only != nil && !b.only(it) {
+			return nil
+		}
 		if it.Status == 0 {
 			digestLine(b.digest, it.Key, it.OutHash)
 			b.records++

@@ -72,33 +72,40 @@ func (c *Cap) dropped(rec *conv.Record) (bool, error) {
 	return v.(bool), nil
 }
 
-// Run makes two passes: the first finds the n best-ranked records (memory
-// is O(n), not O(input)), the second passes them on. Without drop_if the
-// passes need keys alone, and read no record where the input can say so.
+// Run finds the n best-ranked records (memory is O(n), not O(input)) in
+// one read of the input: it keeps each record that ranks among the best
+// seen so far, since one that does not never will, and settles at the end
+// which of those stay. Without drop_if it needs keys alone, and reads no
+// record where the input can say so.
 func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error {
 	best := &rankHeap{}
-	rank := func(key string) error {
-		r := ranked{Rank(c.opts.Seed, key), key}
-		if best.Len() < c.n {
+	offer := func(rec *conv.Record) error {
+		r := ranked{Rank(c.opts.Seed, rec.Key), rec.Key}
+		switch {
+		case best.Len() < c.n:
 			heap.Push(best, r)
-		} else if c.n > 0 && r.less((*best)[0]) {
+		case c.n > 0 && r.less((*best)[0]):
 			(*best)[0] = r
 			heap.Fix(best, 0)
+		default:
+			out.Drop("over max_samples")
+			return nil
 		}
-		return nil
+		return out.Keep(rec)
 	}
-	keys, byKey := in.(stages.KeyInput)
-	byKey = byKey && c.opts.DropIf.IsZero()
 	var err error
-	if byKey {
-		err = keys.EachKey(ctx, func(key, _ string) error { return rank(key) })
+	if keys, ok := in.(stages.KeyInput); ok && c.opts.DropIf.IsZero() {
+		err = keys.EachKey(ctx, func(key, _ string) error { return offer(&conv.Record{Key: key}) })
 	} else {
 		err = in.Each(ctx, func(rec *conv.Record) error {
-			drop, err := c.dropped(rec)
-			if err != nil || drop {
+			switch drop, err := c.dropped(rec); {
+			case err != nil:
 				return err
+			case drop:
+				out.Drop("drop_if: " + c.opts.DropIf.Src)
+				return nil
 			}
-			return rank(rec.Key)
+			return offer(rec)
 		})
 	}
 	if err != nil {
@@ -112,31 +119,10 @@ func (c *Cap) Run(ctx context.Context, in stages.Input, out stages.Output) error
 	if full && c.n > 0 {
 		last = (*best)[0]
 	}
-	chosen := func(key string) bool {
+	out.Settle(func(key string) bool {
 		return c.n > 0 && (!full || !last.less(ranked{Rank(c.opts.Seed, key), key}))
-	}
-	if byKey {
-		return keys.EachKey(ctx, func(key, _ string) error {
-			if chosen(key) {
-				return out.Keep(&conv.Record{Key: key})
-			}
-			out.Drop("over max_samples")
-			return nil
-		})
-	}
-	return in.Each(ctx, func(rec *conv.Record) error {
-		switch drop, err := c.dropped(rec); {
-		case err != nil:
-			return err
-		case drop:
-			out.Drop("drop_if: " + c.opts.DropIf.Src)
-		case chosen(rec.Key):
-			return out.Keep(rec)
-		default:
-			out.Drop("over max_samples")
-		}
-		return nil
-	})
+	}, "over max_samples")
+	return nil
 }
 
 // Estimate is min(input, max_samples).

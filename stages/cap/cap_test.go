@@ -30,6 +30,15 @@ type keptOutput struct {
 func (o *keptOutput) Emit(r *conv.Record) error { o.kept = append(o.kept, r.Key); return nil }
 func (o *keptOutput) Keep(r *conv.Record) error { o.kept = append(o.kept, r.Key); return nil }
 func (o *keptOutput) Drop(reason string)        { o.dropped[reason]++ }
+func (o *keptOutput) Settle(keep func(string) bool, reason string) {
+	o.kept = slices.DeleteFunc(o.kept, func(k string) bool {
+		if keep(k) {
+			return false
+		}
+		o.dropped[reason]++
+		return true
+	})
+}
 
 func sample(t *testing.T, in sliceInput, n, seed int) *keptOutput {
 	t.Helper()

@@ -39,6 +39,9 @@ func (d *discard) Emit(*conv.Record) error { d.n++; return nil }
 func (d *discard) Keep(*conv.Record) error { d.n++; return nil }
 func (d *discard) Drop(string)             {}
 
+// Settle is not called by merge, which knows a record's fate as it reads it.
+func (d *discard) Settle(func(string) bool, string) { panic("merge settled its output") }
+
 // BenchmarkMixByTokens: merge's Run with weights_by tokens and an eval
 // split over EAGLET_BENCH_RECORDS records (default 1,000,000), reporting
 // what resolving the mixture allocates a record beyond reading it (its

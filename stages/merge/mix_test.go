@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +25,15 @@ func (c *collected) Drop(reason string) {
 		c.dropped = map[string]int{}
 	}
 	c.dropped[reason]++
+}
+func (c *collected) Settle(keep func(string) bool, reason string) {
+	c.recs = slices.DeleteFunc(c.recs, func(rec *conv.Record) bool {
+		if keep(rec.Key) {
+			return false
+		}
+		c.Drop(reason)
+		return true
+	})
 }
 
 // sized makes n records of dataset ds, each of tokens training tokens.
