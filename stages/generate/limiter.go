@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -33,6 +34,9 @@ type limiter struct {
 	// since start), for their mean age.
 	startSum float64
 	start    time.Time
+	// now is the clock: time.Now, or a simulated one in benchmarks that
+	// step a virtual server (BenchmarkAutoVirtual).
+	now func() time.Time
 	// queued counts the waiters of every group: with none, a free slot is
 	// granted on the spot.
 	queued int
@@ -82,7 +86,8 @@ type waiter struct {
 }
 
 func newLimiter(limit, max int, auto bool) *limiter {
-	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, start: time.Now(), pace: newPace()}
+	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, now: time.Now, pace: newPace()}
+	l.start = l.now()
 	if auto {
 		l.auto = &gradient{probing: true}
 		l.predict = newKVPredict(1)
@@ -135,7 +140,7 @@ func (l *limiter) acquire(ctx context.Context, name string, weight float64) erro
 		if w.granted {
 			if l.kv != nil {
 				// Granted as it gave up: it was just now.
-				l.startSum -= time.Since(l.start).Seconds()
+				l.startSum -= l.now().Sub(l.start).Seconds()
 			}
 			l.releaseLocked(g)
 			return ctx.Err()
@@ -157,7 +162,7 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.kv != nil {
-		l.startSum -= time.Since(l.start).Seconds() - took.Seconds()
+		l.startSum -= l.now().Sub(l.start).Seconds() - took.Seconds()
 	}
 	if l.auto != nil && tokens > 0 {
 		l.completed++
@@ -166,10 +171,11 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 		}
 		l.predict.lengths.add(float64(tokens))
 		l.pace.learnTime(tokens, took)
+		now := l.now()
 		if len(l.held) == heldLog {
 			l.held = append(l.held[:0], l.held[heldLog/2:]...)
 		}
-		l.held = append(l.held, heldAt{time.Now(), l.heldNow(time.Now(), 0)})
+		l.held = append(l.held, heldAt{now, l.heldNow(now, 0)})
 		if l.watch == nil || !l.watch.poll(l.useLoad) {
 			l.limit = l.auto.observe(l.limit, float64(l.max), took.Seconds(), float64(tokens))
 		}
@@ -245,15 +251,15 @@ func (l *limiter) predicted(leaving int) bool {
 	if l.predict == nil || l.capacity <= 0 {
 		return false
 	}
-	if !l.decided.IsZero() && time.Since(l.decided) < predictEvery {
+	if !l.decided.IsZero() && l.now().Sub(l.decided) < predictEvery {
 		l.limit = l.predLimit
 		return true
 	}
-	st := kvState{capacity: l.capacity, overhead: l.overhead, flights: l.flightStates(time.Now(), leaving)}
+	st := kvState{capacity: l.capacity, overhead: l.overhead, flights: l.flightStates(l.now(), leaving)}
 	if !l.predict.ready(st.flights) {
 		return false
 	}
-	l.decided = time.Now()
+	l.decided = l.now()
 	room := l.predict.room(st, l.newMax, predictMaxStep)
 	l.limit = math.Max(1, math.Min(float64(l.max), float64(len(st.flights)+room)))
 	l.predLimit = l.limit
@@ -261,12 +267,17 @@ func (l *limiter) predicted(leaving int) bool {
 }
 
 // flightStates lists the requests in flight: those followed with their
-// tokens, and those granted a slot but not yet sent as new ones.
+// tokens, and those granted a slot but not yet sent as new ones. They are
+// sorted, so a decision depends on the requests and not on the map's
+// order (a benchmark in virtual time repeats exactly).
 func (l *limiter) flightStates(now time.Time, leaving int) []inFlight {
 	out := make([]inFlight, 0, l.inflight)
 	for f := range l.flights {
 		out = append(out, inFlight{tokens: f.progress(now, l.streams, &l.pace), maxTokens: f.maxTokens})
 	}
+	slices.SortFunc(out, func(a, b inFlight) int {
+		return cmp.Or(cmp.Compare(a.tokens, b.tokens), cmp.Compare(a.maxTokens, b.maxTokens))
+	})
 	for range l.inflight - leaving - len(l.flights) {
 		out = append(out, inFlight{maxTokens: l.newMax})
 	}
@@ -298,7 +309,7 @@ func (l *limiter) watchStream(maxTokens int) *streamGaps {
 	if l.auto == nil {
 		return nil
 	}
-	now := time.Now()
+	now := l.now()
 	s := &streamGaps{l: l, start: now, last: now, maxTokens: float64(maxTokens)}
 	l.mu.Lock()
 	l.flights[s] = struct{}{}
@@ -350,7 +361,7 @@ func (s *streamGaps) event(p backend.Progress) {
 	s.tokens.Store(int64(p.Tokens))
 	s.chars.Store(int64(p.Chars))
 	s.exact.Store(p.Exact)
-	now := time.Now()
+	now := s.l.now()
 	gap := now.Sub(s.last).Seconds()
 	since := s.last
 	s.last = now
@@ -388,7 +399,7 @@ func (l *limiter) useLoad(ld serverLoad) {
 	defer l.mu.Unlock()
 	age := 0.0
 	if l.inflight > 0 {
-		age = time.Since(l.start).Seconds() - l.startSum/float64(l.inflight)
+		age = l.now().Sub(l.start).Seconds() - l.startSum/float64(l.inflight)
 	}
 	l.limit = l.kv.next(l.limit, float64(l.max), l.completed, age, ld)
 	l.completed = 0
@@ -398,7 +409,7 @@ func (l *limiter) useLoad(ld serverLoad) {
 	case ld.usage > 0.2 && ld.queued == 0:
 		// The size is not exported (vLLM): what the client counts in
 		// flight over the share of the cache in use says it.
-		est := l.heldNow(time.Now(), 0) / ld.usage
+		est := l.heldNow(l.now(), 0) / ld.usage
 		if l.capacity == 0 {
 			l.capacity = est
 		}
@@ -444,7 +455,7 @@ func (l *limiter) grant(g *group) {
 	g.inflight++
 	l.inflight++
 	if l.kv != nil {
-		l.startSum += time.Since(l.start).Seconds()
+		l.startSum += l.now().Sub(l.start).Seconds()
 	}
 }
 

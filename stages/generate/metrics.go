@@ -95,6 +95,13 @@ type loadWatch struct {
 	// louder word than a server that simply exports none.
 	named bool
 	logf  func(string, ...any)
+	// now, read and spawn are the clock, the fetch and how a fetch runs
+	// beside the requests: time.Now, the servers' /metrics and a
+	// goroutine, or in BenchmarkAutoVirtual a simulated clock, a virtual
+	// server's counters and a step of its loop.
+	now   func() time.Time
+	read  func() (serverLoad, error)
+	spawn func(func())
 
 	mu    sync.Mutex
 	last  time.Time
@@ -122,8 +129,10 @@ func newLoadWatch(urls []string, named bool, every time.Duration, logf func(stri
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &loadWatch{urls: urls, named: named, every: every, logf: logf,
-		client: &http.Client{Timeout: 5 * time.Second}}
+	w := &loadWatch{urls: urls, named: named, every: every, logf: logf, now: time.Now,
+		spawn: func(f func()) { go f() }, client: &http.Client{Timeout: 5 * time.Second}}
+	w.read = w.fetch
+	return w
 }
 
 // poll fetches the load in the background when an interval has passed
@@ -135,12 +144,12 @@ func (w *loadWatch) poll(use func(serverLoad)) bool {
 	if w.off {
 		return false
 	}
-	if w.busy || time.Since(w.last) < w.every {
+	if w.busy || w.now().Sub(w.last) < w.every {
 		return true
 	}
-	w.busy, w.last = true, time.Now()
-	go func() {
-		l, err := w.fetch()
+	w.busy, w.last = true, w.now()
+	w.spawn(func() {
+		l, err := w.read()
 		w.mu.Lock()
 		w.busy = false
 		switch {
@@ -162,7 +171,7 @@ func (w *loadWatch) poll(use func(serverLoad)) bool {
 		if err == nil {
 			use(l)
 		}
-	}()
+	})
 	return true
 }
 
