@@ -95,7 +95,7 @@ func (p *kvPredict) refit(flights []inFlight) {
 	for i, f := range flights {
 		running[i] = f.tokens
 	}
-	p.curve, p.fitted = p.lengths.fit(running), len(p.lengths.done)
+	p.curve, p.fitted = p.lengths.fit(running).trimmed(kmMinAtRisk), len(p.lengths.done)
 }
 
 // room returns how many more requests (up to most) may be sent now: the
@@ -185,7 +185,25 @@ func (m *endedLengths) add(tokens float64) {
 // ended answer a lognormal fitted to the same censored data.
 type lengthCurve struct {
 	at, surv  []float64 // survival just after each distinct ended length
+	risk      []float64 // answers at risk at each
 	mu, sigma float64
+}
+
+// kmMinAtRisk is the fewest answers at risk (ended at a length or later,
+// or running past it) for a decision's curve to step there.
+const kmMinAtRisk = 10
+
+// trimmed is the curve cut where fewer than least answers are at risk:
+// too few answers that long to say how many run longer (the longest
+// ended alone drops the survival to 0, and a decision drew every running
+// answer as ending by it), so the lognormal goes on from there.
+func (c lengthCurve) trimmed(least float64) lengthCurve {
+	n := len(c.risk)
+	for n > 0 && c.risk[n-1] < least {
+		n--
+	}
+	c.at, c.surv, c.risk = c.at[:n], c.surv[:n], c.risk[:n]
+	return c
 }
 
 // fit makes the curve from the ended lengths and the running ones'
@@ -210,6 +228,7 @@ func (m *endedLengths) fit(running []float64) lengthCurve {
 		s *= 1 - float64(j-i)/atRisk
 		c.at = append(c.at, t)
 		c.surv = append(c.surv, s)
+		c.risk = append(c.risk, atRisk)
 		i = j
 	}
 	c.mu, c.sigma = fitLogNormal(m.done, cens)

@@ -241,3 +241,33 @@ func TestLimiter_CapacityFromMetrics(t *testing.T) {
 		})
 	}
 }
+
+// TestKVPredict_FewAtRiskLeaveItToTheTail: where fewer than kmMinAtRisk
+// answers are at risk, a decision's curve stops and the lognormal goes
+// on. Kaplan-Meier drops to 0 at the longest ended answer when nothing
+// running is as long, and a decision then took every running answer to
+// end by it: early in a run, when the longest ended answer is a short
+// one, that let the cache overflow.
+func TestKVPredict_FewAtRiskLeaveItToTheTail(t *testing.T) {
+	p := newKVPredict(1)
+	for i := range 30 {
+		p.lengths.add(float64(500 + 50*i)) // 500 to 1,950
+	}
+	flights := []inFlight{{tokens: 1900, maxTokens: 16384}, {tokens: 1900, maxTokens: 16384}}
+	if raw := p.lengths.fit([]float64{1900, 1900}); raw.survival(1950) != 0 {
+		t.Fatalf("the raw curve's survival past the longest ended answer is %v; the test wants it 0", raw.survival(1950))
+	}
+	p.refit(flights)
+	if s := p.curve.survival(1950); s == 0 {
+		t.Error("a decision's survival past the longest ended answer, with one answer at risk there, is 0")
+	}
+	longer := 0
+	for i := range 1000 {
+		if p.curve.sample(1900, (float64(i)+0.5)/1000, 16384) > 1950 {
+			longer++
+		}
+	}
+	if longer < 100 {
+		t.Errorf("%d of 1000 draws for an answer running at 1,900 run past 1,950; want the tail to carry many", longer)
+	}
+}
