@@ -2,9 +2,12 @@ package server
 
 // Virtual is the scheduler on a caller's clock, without HTTP or wall
 // time: benchmarks drive it to study how clients admit requests in
-// simulated seconds, deterministically and a thousand times faster than
-// the server runs (BenchmarkSchedulerFrontier here, BenchmarkAutoVirtual
-// in stages/generate). It is not safe for concurrent use.
+// simulated seconds, deterministically: BenchmarkSchedulerFrontier here
+// (fixed and oracle clients, a thousand times faster than the server
+// runs) and BenchmarkAutoVirtual in stages/generate (eaglet's
+// concurrency: auto deciding on a clock the benchmark steps, a run in 1
+// to 4 s where BenchmarkScheduling's takes 40 s over HTTP). It is not
+// safe for concurrent use.
 type Virtual struct{ s *scheduler }
 
 // NewVirtual returns a scheduler of cfg's Speed, PrefillSpeed, KVTokens,
