@@ -36,11 +36,17 @@ func BenchmarkSchedulerFrontier(b *testing.B) {
 		// every is the oracle's decision spacing in decode steps of 0.25
 		// s (the simulator's 5 ms tick at 50 times real time).
 		every int
+		// peak is the share of the cache the oracle lets the peak reach
+		// (0: all of it); over 1 it accepts overflows it knows of.
+		peak float64
 	}{
 		{name: "fixed32", fixed: 32}, {name: "fixed38", fixed: 38}, {name: "fixed45", fixed: 45},
 		{name: "fixed64", fixed: 64}, {name: "fixed96", fixed: 96}, {name: "fixed150", fixed: 150},
 		// auto decides every 20 ms: 4 ticks.
 		{name: "oracle-every-1s", every: 4}, {name: "oracle-every-tick", every: 1},
+		// Whether holding back more, or overflowing on purpose, pays.
+		{name: "oracle-every-1s-peak0.95", every: 4, peak: 0.95},
+		{name: "oracle-every-1s-peak1.05", every: 4, peak: 1.05},
 	}
 	for _, pol := range policies {
 		b.Run(pol.name, func(b *testing.B) {
@@ -51,7 +57,7 @@ func BenchmarkSchedulerFrontier(b *testing.B) {
 				const seeds = 5
 				for seed := range uint64(seeds) {
 					model := sim.New(sim.Config{Seed: seed + 1, MeanTokens: 3500, Sigma: 1, MaxLen: 16384})
-					r := frontierRun(model, prompts, pol.fixed, pol.every)
+					r := frontierRun(model, prompts, pol.fixed, pol.every, cmp.Or(pol.peak, 1))
 					sum.tokens += r.tokens / r.seconds
 					sum.retractions += r.retractions
 					sum.running += r.running
@@ -72,10 +78,11 @@ type frontierResult struct {
 }
 
 // frontierRun sends prompts in order, keeping fixed in flight, or with
-// fixed 0 as the oracle decides every few steps, and steps the scheduler
-// until every answer is out. Mean running and KV usage are sampled until
-// all but the last 150 answers are in, as BenchmarkScheduling does.
-func frontierRun(model *sim.Model, prompts []sim.Prompt, fixed, every int) frontierResult {
+// fixed 0 as the oracle decides every few steps (letting the peak reach
+// peak times the cache), and steps the scheduler until every answer is
+// out. Mean running and KV usage are sampled until all but the last 150
+// answers are in, as BenchmarkScheduling does.
+func frontierRun(model *sim.Model, prompts []sim.Prompt, fixed, every int, peak float64) frontierResult {
 	const kv, step = 159_277, 0.25
 	v := NewVirtual(Config{Speed: 50, PrefillSpeed: 8000, KVTokens: kv, MaxRunning: 256, Slowdown: 0.002 * 256})
 	var sent, flying []*VirtualRequest
@@ -94,7 +101,7 @@ func frontierRun(model *sim.Model, prompts []sim.Prompt, fixed, every int) front
 				send()
 			}
 		case steps%every == 0:
-			for len(sent) < len(prompts) && (len(flying) == 0 || oraclePeak(flying, model, prompts[len(sent)]) <= kv) {
+			for len(sent) < len(prompts) && (len(flying) == 0 || oraclePeak(flying, model, prompts[len(sent)]) <= peak*kv) {
 				send()
 			}
 		}
