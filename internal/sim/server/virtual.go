@@ -5,8 +5,8 @@ package server
 // simulated seconds, deterministically: BenchmarkSchedulerFrontier here
 // (fixed and oracle clients, a thousand times faster than the server
 // runs) and BenchmarkAutoVirtual in stages/generate (eaglet's
-// concurrency: auto deciding on a clock the benchmark steps, a run in 1
-// to 4 s where BenchmarkScheduling's takes 40 s over HTTP). It is not
+// concurrency: auto deciding on a clock the benchmark steps, a run in at
+// most 3 s where BenchmarkScheduling's takes 40 s over HTTP). It is not
 // safe for concurrent use.
 type Virtual struct{ s *scheduler }
 
