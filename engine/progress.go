@@ -37,6 +37,10 @@ type nodeProgress struct {
 	// duplicates the records a batch stage emitted twice, stored once.
 	kept, reused, duplicates       int
 	promptTokens, completionTokens int64
+	// reusedTokens are the completion tokens of the reused outcomes: they
+	// cost this run nothing, so rates and the finished line keep them
+	// apart.
+	reusedTokens                   int64
 	started, finished, lastPrinted time.Time
 	note                           string
 	// errors counts failures by kind ("http 503", "no answer within 30m").
@@ -153,6 +157,7 @@ func (p *progress) add(n *Node, it state.Item) {
 		s.done++
 		if it.Reused {
 			s.reused++
+			s.reusedTokens += int64(it.CompletionTokens)
 		}
 		// Only what is passed on counts: a filter's dropped records take
 		// their tokens with them.
@@ -233,7 +238,11 @@ func (s *nodeProgress) summary() string {
 		parts = append(parts, Plural(s.duplicates, "duplicate"))
 	}
 	if s.completionTokens > 0 {
-		parts = append(parts, fmtTokens(s.completionTokens)+" completion tokens")
+		tokens := fmtTokens(s.completionTokens) + " completion tokens"
+		if s.reusedTokens > 0 {
+			tokens += " (" + fmtTokens(s.reusedTokens) + " of them reused)"
+		}
+		parts = append(parts, tokens)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -253,8 +262,9 @@ func (s *nodeProgress) status(now time.Time) string {
 	if elapsed > 0 && h > 0 {
 		rate := float64(h) / elapsed
 		fmt.Fprintf(&b, "  %s rec/s", fmtCount(rate))
-		if s.completionTokens > 0 {
-			fmt.Fprintf(&b, "  %s tok/s", fmtCount(float64(s.completionTokens)/elapsed))
+		// The server's speed: answers found again were not generated.
+		if made := s.completionTokens - s.reusedTokens; made > 0 {
+			fmt.Fprintf(&b, "  %s tok/s", fmtCount(float64(made)/elapsed))
 		}
 		if left := todo - h; left > 0 {
 			fmt.Fprintf(&b, "  ETA %s", fmtDuration(time.Duration(float64(left)/rate*float64(time.Second))))
@@ -324,7 +334,7 @@ func (p *progress) overall(now time.Time) string {
 		total += s.total
 		done += s.already + s.handled()
 		failed += s.failed
-		tokens += s.completionTokens
+		tokens += s.completionTokens - s.reusedTokens
 		if start.IsZero() || s.started.Before(start) {
 			start = s.started
 		}
