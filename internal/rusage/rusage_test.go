@@ -43,8 +43,13 @@ func TestOf(t *testing.T) {
 	if used < 100*time.Millisecond {
 		t.Errorf("a shell counting to a million used %s of CPU by /proc; want 100 ms or more", used)
 	}
-	if self, err := Of(os.Getpid()); err != nil || self <= 0 {
-		t.Errorf("Of(own pid) = %s, %v; want the CPU this test used", self, err)
+	// /proc counts in hundredths of a second: spin well past one first.
+	spins := 0
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+		spins++
+	}
+	if self, err := Of(os.Getpid()); err != nil || self < 20*time.Millisecond {
+		t.Errorf("Of(own pid) = %s, %v; want the 100 ms of CPU this test spun (%d turns) and more", self, err, spins)
 	}
 	if _, err := Of(1 << 30); err == nil {
 		t.Error("Of(a pid that does not exist) succeeded; want an error")
