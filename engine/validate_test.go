@@ -60,6 +60,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			want: []string{`spec.yaml:10:69: unknown key "max_sample" (did you mean "max_samples"?)`},
 		},
 		{
+			name: "mapping written as a list names its keys",
+			spec: validBase + "  - {name: f, uses: filter, needs: [load], foreach: datasets, with: {rules: [truncated]}}\n",
+			want: []string{`spec.yaml:10:77: expected a mapping (keys: empty_answer, `, "truncated", "got a list"},
+		},
+		{
 			name: "unknown top-level key",
 			spec: strings.Replace(validBase, "name: v", "name: v\nstages_: []", 1),
 			want: []string{`spec.yaml:3:1: unknown key "stages_" (did you mean "stages"?)`},

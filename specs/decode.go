@@ -148,11 +148,13 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value) {
 }
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
+	t := v.Type()
 	if n.Kind != yaml.MappingNode {
-		d.errs.node(n, "expected a mapping, got a %s", kindName(n))
+		// Name what the mapping holds: `rules: [truncated]` for
+		// `rules: {truncated: true}` is the usual slip.
+		d.errs.node(n, "expected a mapping (keys: %s), got a %s", strings.Join(sorted(Known(t)), ", "), kindName(n))
 		return
 	}
-	t := v.Type()
 	if f, ok := t.FieldByName("Pos"); ok && f.Type == posType && len(f.Index) == 1 {
 		v.FieldByIndex(f.Index).Set(reflect.ValueOf(Pos{File: d.errs.file, Line: n.Line, Col: n.Column}))
 	}
