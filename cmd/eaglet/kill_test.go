@@ -227,6 +227,14 @@ func TestRun_InterruptAndLock(t *testing.T) {
 		strings.Contains(out.String(), "nothing left to do") {
 		t.Errorf("the interrupted run's summary does not say what is left:\n%s", out.String())
 	}
+	// The generate instances Ctrl-C stopped are incomplete once the run
+	// is over, in its table and in what is left: the run still holds the
+	// lock while it summarizes, but nothing works on them any more.
+	if !regexp.MustCompile(`(?m)^ +generate\[(chat|code)\] +incomplete `).MatchString(out.String()) ||
+		!regexp.MustCompile(`generate\[(chat|code)\] incomplete`).MatchString(out.String()) ||
+		regexp.MustCompile(`(?m)^ +\S+ +running `).MatchString(out.String()) {
+		t.Errorf("the interrupted run's table and summary should show its stopped instances incomplete, none running:\n%s", out.String())
+	}
 	if code, text := runBin(bin, "run", spec); code != 0 || !strings.Contains(text, "nothing left to do") {
 		t.Fatalf("the run after Ctrl-C exited %d:\n%s", code, text)
 	}

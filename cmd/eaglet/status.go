@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -83,9 +84,12 @@ func neverRan(rows []instanceStatus) bool {
 }
 
 // collectStatus reads every instance's figures from the store (nil: not
-// run) and adds what status prices and draws.
+// run) and adds what status prices and draws. An instance marked running
+// is live only while another process holds the store: a run summarizing
+// itself holds the lock too, but whatever it stopped is incomplete.
 func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, error) {
-	sts, err := p.Status(store, state.Holder(p.Spec.State) != 0)
+	holder := state.Holder(p.Spec.State)
+	sts, err := p.Status(store, holder != 0 && holder != os.Getpid())
 	if err != nil {
 		return nil, err
 	}
