@@ -32,7 +32,10 @@ import (
 // testdata/aiohttp_client.py, on the same server and prompts, and reports
 // its requests per second, its CPU per request and eaglet's rate over
 // its (x-python); without Debian's python3-aiohttp it logs why and skips
-// that part:
+// that part. Last it runs bareClient, the same loop in Go on net/http with
+// nothing of eaglet, and reports its rate, its CPU per request and its
+// rate over the Python client's (bare-x-python): the ceiling of a client
+// that checkpoints nothing.
 //
 //	go test ./stages/generate -run '^$' -bench RequestsPerSecond -benchtime 1x
 func BenchmarkGenerate_RequestsPerSecond(b *testing.B) {
@@ -85,10 +88,18 @@ stages:
 				b.ReportMetric(float64((rusage.CPU()-cpu0).Microseconds())/float64(done), "cpu-us/request")
 				// The Python client right after, on the same server and
 				// prompts, so the ratio compares like with like.
-				if py, ok := runPythonBaseline(b, url, n, tc.name, dir); ok {
+				py, havePython := runPythonBaseline(b, url, n, tc.name, dir)
+				if havePython {
 					b.ReportMetric(py.rate(), "python-requests/s")
 					b.ReportMetric(py.cpuPerRequest(), "python-cpu-us/request")
 					b.ReportMetric(rate/py.rate(), "x-python")
+				}
+				// The ceiling: the same loop in Go on net/http alone.
+				bare := bareClient(b, url, n, tc.name, filepath.Join(dir, "bare-"+tc.name+".jsonl"))
+				b.ReportMetric(bare.rate(), "bare-requests/s")
+				b.ReportMetric(bare.cpuPerRequest(), "bare-cpu-us/request")
+				if havePython {
+					b.ReportMetric(bare.rate()/py.rate(), "bare-x-python")
 				}
 			}
 		})
