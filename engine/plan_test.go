@@ -128,8 +128,17 @@ func TestPlan_RaisedCapCountsNewWorkOnce(t *testing.T) {
 	before := planByID(t, writeSpec(t, dir, map[string]string{"keep": "true"}))
 	after := planByID(t, writeSpec(t, dir, map[string]string{"keep": "true", "cap": "80"}))
 	// 30 more chat records at est_completion_tokens 300; code has no
-	// estimate, so the sim's mean_tokens 120 stands in.
-	newChat, newCode := int64(30*300), int64(30*120)
+	// estimate, so the mean of its 50 answers so far stands in (not the
+	// sim's mean_tokens 120, a guess made before anything ran).
+	codeSoFar := before["generate[code]"].Estimate
+	if codeSoFar.Records != 50 {
+		t.Fatalf("generate[code] holds %d answers; want 50", codeSoFar.Records)
+	}
+	mean := (codeSoFar.CompletionTokens + 25) / 50
+	if mean == 120 {
+		t.Fatal("code's answers average the sim's mean_tokens: the test cannot tell which priced the new records")
+	}
+	newChat, newCode := int64(30*300), 30*mean
 	tests := []struct {
 		id                string
 		records           int

@@ -60,8 +60,10 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	results, err := p.Run(ctx, store, opts)
 	summarize(env.stderr, results)
 	if ran(results) {
-		// What the run produced, as `eaglet status` shows it.
-		rows, serr := collectStatus(p, store)
+		// What the run produced, as `eaglet status` shows it. The run
+		// still holds the lock, but it is over: what it stopped is
+		// incomplete, not running.
+		rows, serr := collectStatus(p, store, false)
 		if serr == nil {
 			printStatus(env.stdout, p, rows)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -50,7 +49,7 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	rows, err := collectStatus(p, store)
+	rows, err := collectStatus(p, store, state.Holder(p.Spec.State) != 0)
 	if err != nil {
 		return err
 	}
@@ -84,12 +83,11 @@ func neverRan(rows []instanceStatus) bool {
 }
 
 // collectStatus reads every instance's figures from the store (nil: not
-// run) and adds what status prices and draws. An instance marked running
-// is live only while another process holds the store: a run summarizing
-// itself holds the lock too, but whatever it stopped is incomplete.
-func collectStatus(p *engine.Pipeline, store *state.Store) ([]instanceStatus, error) {
-	holder := state.Holder(p.Spec.State)
-	sts, err := p.Status(store, holder != 0 && holder != os.Getpid())
+// run) and adds what status prices and draws. live says a run is working
+// on the store, so an instance marked running is running, not
+// incomplete.
+func collectStatus(p *engine.Pipeline, store *state.Store, live bool) ([]instanceStatus, error) {
+	sts, err := p.Status(store, live)
 	if err != nil {
 		return nil, err
 	}

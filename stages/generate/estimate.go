@@ -8,10 +8,12 @@ import (
 	"github.com/eaglet-dev/eaglet/stages"
 )
 
-// Estimate predicts tokens, time and cost from the dataset's expected
-// answer length, the endpoint's throughput and its price. It leaves a
-// budget to the plan, saying what is left of it and what the records would
-// spend: a stage-wide budget is shared with the other datasets' estimates.
+// Estimate predicts tokens, time and cost from the expected answer length
+// (the dataset's est_completion_tokens, else the mean of the answers this
+// instance has so far, else the endpoint's default), the endpoint's
+// throughput and its price. It leaves a budget to the plan, saying what is
+// left of it and what the records would spend: a stage-wide budget is
+// shared with the other datasets' estimates.
 func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	in, note, err := g.quotaEstimate(in)
 	if err != nil {
@@ -21,11 +23,10 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	if note != "" {
 		out.Note = note
 	}
-	per := g.ep.meanTokens
-	if g.ds != nil && g.ds.EstCompletionTokens > 0 {
-		per = g.ds.EstCompletionTokens
+	per, err := g.expectedTokens()
+	if err != nil {
+		return out, err
 	}
-	per = min(per, g.maxTokens)
 	out.CompletionTokens = int64(in.Records) * int64(per)
 	if tps := g.ep.spec.TokensPerSecond; tps > 0 {
 		out.Seconds = float64(out.CompletionTokens) / tps
@@ -73,4 +74,26 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 		})
 	}
 	return out, nil
+}
+
+// expectedTokens is the completion tokens a record left is expected to
+// take: what the spec says of the dataset, else the mean of this
+// instance's live answers (a raised cap's new records are priced as the
+// first ones ran, not at the endpoint's default), else that default; at
+// most max_tokens.
+func (g *Generate) expectedTokens() (int, error) {
+	per := g.ep.meanTokens
+	switch {
+	case g.ds != nil && g.ds.EstCompletionTokens > 0:
+		per = g.ds.EstCompletionTokens
+	case g.answered != nil:
+		u, err := g.answered()
+		if err != nil {
+			return 0, fmt.Errorf("estimate: read earlier answers: %w", err)
+		}
+		if u.Records > 0 {
+			per = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1))
+		}
+	}
+	return min(per, g.maxTokens), nil
 }

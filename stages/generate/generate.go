@@ -47,6 +47,9 @@ type Generate struct {
 	// limits are the resolved budget limits, for Estimate.
 	limits []*limit
 	usage  func() (stages.Usage, error)
+	// answered reports this instance's live answers so far, so a plan
+	// prices the records left at their mean; nil when nothing has run.
+	answered func() (stages.Usage, error)
 }
 
 var (
@@ -77,6 +80,9 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		return nil, o.MaxTokens.Errorf("max_tokens evaluates to %d; want at least 1", g.maxTokens)
 	}
 	g.timeout, _ = time.ParseDuration(o.Timeout) // checked
+	if inst.Usage != nil {
+		g.answered = func() (stages.Usage, error) { return inst.Usage([]string{inst.ID}) }
+	}
 	if o.Tokenizer != "" {
 		dir := inst.Spec.Resolve(o.Tokenizer)
 		v, err := inst.Shared.Get("tokenizer-only:"+dir, func() (any, error) { return tokenizer.Load(dir) })
