@@ -79,8 +79,9 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 // expectedTokens is the completion tokens a record left is expected to
 // take: what the spec says of the dataset, else the mean of this
 // instance's live answers (a raised cap's new records are priced as the
-// first ones ran, not at the endpoint's default), else that default; at
-// most max_tokens.
+// first ones ran, not at the endpoint's default), else of its answers
+// before an option changed (a new temperature redoes every record, at
+// about the lengths they had), else that default; at most max_tokens.
 func (g *Generate) expectedTokens() (int, error) {
 	per := g.ep.meanTokens
 	switch {
@@ -91,8 +92,11 @@ func (g *Generate) expectedTokens() (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("estimate: read earlier answers: %w", err)
 		}
-		if u.Records > 0 {
+		switch {
+		case u.Records > 0:
 			per = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1))
+		case u.SupersededRecords > 0:
+			per = int(max((u.SupersededCompletionTokens+u.SupersededRecords/2)/u.SupersededRecords, 1))
 		}
 	}
 	return min(per, g.maxTokens), nil

@@ -1,0 +1,89 @@
+package generate_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
+)
+
+// TestEstimate_PricedFromAnswersSoFar: a dataset without
+// est_completion_tokens on a real API is first priced at the endpoint's
+// default (1,000 tokens a record); once it has answers, plan prices the
+// records left at their mean: the ones a raised cap adds, and every record
+// a changed option redoes (at the lengths they had before the change).
+// A budget that holds them all then cuts nothing, as the run will not.
+func TestEstimate_PricedFromAnswersSoFar(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 4, MeanTokens: 150, Sigma: 0.5})})
+	dir := t.TempDir()
+	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 200)
+	spec := func(cap int, temperature float64) string {
+		return fmt.Sprintf(`version: 1
+name: estimate
+state: state.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: %d, seed: 1}}
+  - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 2000, temperature: %v, budget: {completion_tokens: 40000}}}
+`, srv.URL, cap, temperature)
+	}
+	plan := func(s string) (records int, tokens int64, action string) {
+		t.Helper()
+		p, store := enginetest.Open(t, dir, s)
+		for _, st := range p.Plan(store, nil) {
+			if st.Err != nil {
+				t.Fatalf("plan %s: %v", st.Node.ID, st.Err)
+			}
+			if st.Node.ID == "generate[d]" {
+				return st.Estimate.Records, st.NewTokens, st.Action
+			}
+		}
+		t.Fatal("no generate[d] in the plan")
+		return 0, 0, ""
+	}
+
+	// Nothing ran: 1,000 tokens a record, so the budget seems to cut the
+	// 60 records to 40.
+	if n, tokens, action := plan(spec(60, 0.5)); n != 40 || tokens != 40_000 || !strings.Contains(action, "budget allows") {
+		t.Errorf("first plan: %d records, %d new tokens, %q; want 40 records, the budget's 40,000 tokens", n, tokens, action)
+	}
+	p, store := enginetest.Open(t, dir, spec(60, 0.5))
+	enginetest.Run(t, p, store, nil)
+	_, spent := spent(t, store, "generate[d]")
+	mean := (spent + 30) / 60
+	if mean > 300 {
+		t.Fatalf("60 answers took %d tokens; want about 150 each", spent)
+	}
+	srv.Take()
+
+	tests := []struct {
+		name    string
+		spec    string
+		records int
+		redo    int64
+	}{
+		{"raised cap", spec(100, 0.5), 100, 40},
+		{"changed temperature", spec(60, 0.9), 60, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, tokens, action := plan(tt.spec)
+			if want := tt.redo * mean; n != tt.records || tokens != want || strings.Contains(action, "budget allows") {
+				t.Errorf("%d records, %d new tokens, %q; want %d records, %d new tokens (%d at the mean of %d so far), nothing cut",
+					n, tokens, action, tt.records, want, tt.redo, mean)
+			}
+		})
+	}
+	if n := srv.Take(); n != 0 {
+		t.Errorf("plan sent %d requests; want none", n)
+	}
+}
