@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/outfile"
+	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -76,7 +79,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		r.prog.duplicates(n, dup)
 	}
 	stats := state.Stats{Dropped: out.dropped, Config: json.RawMessage(pr.config)}
-	report(pr.stage, &stats)
+	report(pr.stage, &stats, pr.inst.Spec)
 	// Still running until Finish is done, but its output is that of this
 	// input: a kill in Finish (a handoff's launches) is a run stopped
 	// early, not a changed input.
@@ -89,7 +92,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		if err := fin.Finish(ctx, &orderedInput{store: r.store, id: n.ID, count: out.count}); err != nil {
 			return r.fail(n, err)
 		}
-		report(pr.stage, &stats)
+		report(pr.stage, &stats, pr.inst.Spec)
 	}
 	// The writer hashed the output as it wrote it; reading it back is the fallback.
 	if out, records, ok := bw.Digest(); ok {
@@ -140,7 +143,10 @@ func (r *runner) reportCollapsed(pr *prepared, upstream []string, distinct int, 
 }
 
 // report copies what a stage tells of its run into the instance's stats.
-func report(st stages.Stage, stats *state.Stats) {
+// The files it wrote inside the spec's directory are kept relative to it:
+// a project copied or moved elsewhere then checks its own files, not the
+// ones at the old place.
+func report(st stages.Stage, stats *state.Stats, spec *specs.Spec) {
 	rep, ok := st.(stages.Reporter)
 	if !ok {
 		return
@@ -149,9 +155,16 @@ func report(st stages.Stage, stats *state.Stats) {
 	rep.Report(&r)
 	stats.Detected, stats.Skipped, stats.Copies = r.Detected, r.Skipped, r.Copies
 	if r.Output != "" {
-		stats.Output, stats.OutputHash = r.Output, r.OutputHash
+		stats.Output, stats.OutputHash = specRelative(spec, r.Output), r.OutputHash
 	}
-	stats.MoreOutputs, stats.Flagged = r.MoreOutputs, r.Flagged
+	stats.MoreOutputs = nil
+	for path, hash := range r.MoreOutputs {
+		if stats.MoreOutputs == nil {
+			stats.MoreOutputs = map[string]string{}
+		}
+		stats.MoreOutputs[specRelative(spec, path)] = hash
+	}
+	stats.Flagged = r.Flagged
 	stats.Examples = nil
 	for _, e := range r.Examples {
 		stats.Examples = append(stats.Examples, state.Example(e))
@@ -160,27 +173,47 @@ func report(st stages.Stage, stats *state.Stats) {
 
 // batchUpToDate reports whether a batch instance's stored output still
 // holds: same configuration, same input, and its output file untouched.
-func batchUpToDate(prev *state.Instance, fp, digest string) bool {
+func batchUpToDate(prev *state.Instance, spec *specs.Spec, fp, digest string) bool {
 	if prev == nil || prev.Status != state.StatusDone || prev.Fingerprint != fp || prev.InputDigest != digest {
 		return false
 	}
-	return changedOutput(prev) == ""
+	return changedOutput(prev, spec) == ""
 }
 
 // changedOutput names a file the instance wrote that is missing or was
-// changed since, or is "" when every one is as it was written.
-func changedOutput(prev *state.Instance) string {
+// changed since, or is "" when every one is as it was written. A stored
+// absolute path outside the spec's directory, where a spec that does not
+// allow_outside writes nothing, was written before the project was moved
+// or copied (such paths are now stored relative; older stores kept them
+// absolute): it is not this project's file, so it counts as missing.
+func changedOutput(prev *state.Instance, spec *specs.Spec) string {
 	files := map[string]string{}
 	if prev.Stats.Output != "" {
-		files[prev.Stats.Output] = prev.Stats.OutputHash
+		files[spec.Resolve(prev.Stats.Output)] = prev.Stats.OutputHash
 	}
-	maps.Copy(files, prev.Stats.MoreOutputs)
+	for path, hash := range prev.Stats.MoreOutputs {
+		files[spec.Resolve(path)] = hash
+	}
 	for _, path := range slices.Sorted(maps.Keys(files)) {
-		if h, err := outfile.Stamp(path); err != nil || h != files[path] {
+		if h, err := outfile.Stamp(path); err != nil || h != files[path] || checkInside(spec, path) != nil {
 			return path
 		}
 	}
 	return ""
+}
+
+// specRelative is path relative to the spec's directory when it is
+// inside it, else path as it is.
+func specRelative(spec *specs.Spec, path string) string {
+	dir, err := filepath.Abs(filepath.Dir(spec.Path))
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || !filepath.IsAbs(path) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
 }
 
 // storeInput reads the live output of a node's needs.

@@ -33,7 +33,7 @@ func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) str
 	// A run that stopped before its output was in recorded no input: it
 	// stopped early, whatever its input is now.
 	switch {
-	case batchUpToDate(prev, pr.fp, digest):
+	case batchUpToDate(prev, pr.inst.Spec, pr.fp, digest):
 		return upToDate
 	case prev.InputDigest != "" && prev.InputDigest != digest:
 		return "will rerun: input changed"
@@ -41,8 +41,8 @@ func batchWhy(prev *state.Instance, pr *prepared, force bool, digest string) str
 		return "will rerun: last run failed"
 	case prev.Status != state.StatusDone:
 		return "will finish: last run stopped early"
-	case changedOutput(prev) != "":
-		return "will rerun: " + changedOutput(prev) + " is missing or was changed"
+	case changedOutput(prev, pr.inst.Spec) != "":
+		return "will rerun: " + changedOutput(prev, pr.inst.Spec) + " is missing or was changed"
 	}
 	return "will rerun: input changed"
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/internal/outfile"
+	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -24,7 +26,14 @@ func TestBatchWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := filepath.Join(dir, "gone.jsonl")
-	pr := &prepared{fp: "fp1", config: `{"k":1}`}
+	// The spec lives in dir; a copy of the project elsewhere wrote moved.
+	spec := &specs.Spec{Path: filepath.Join(dir, "spec.yaml")}
+	pr := &prepared{fp: "fp1", config: `{"k":1}`, inst: &stages.Instance{Spec: spec}}
+	elsewhere := t.TempDir()
+	moved := filepath.Join(elsewhere, "train.jsonl")
+	if err := os.WriteFile(moved, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	inst := func(status, digest string, output, hash string) *state.Instance {
 		return &state.Instance{Status: status, Fingerprint: "fp1", InputDigest: digest,
 			Stats: state.Stats{Config: []byte(`{"k":1}`), Output: output, OutputHash: hash}}
@@ -36,6 +45,8 @@ func TestBatchWhy(t *testing.T) {
 	}{
 		{"never ran", nil, "will run: never ran"},
 		{"done, same input, output intact", inst(state.StatusDone, "in1", out, stamp), upToDate},
+		{"done, output stored relative to the spec", inst(state.StatusDone, "in1", "train.jsonl", stamp), upToDate},
+		{"done, output of the project's old place", inst(state.StatusDone, "in1", moved, stamp), "will rerun: " + moved + " is missing or was changed"},
 		{"done, other input", inst(state.StatusDone, "in0", out, stamp), "will rerun: input changed"},
 		{"done, output deleted", inst(state.StatusDone, "in1", gone, stamp), "will rerun: " + gone + " is missing or was changed"},
 		{"killed while it read its input", inst(state.StatusRunning, "", "", ""), "will finish: last run stopped early"},

@@ -90,6 +90,11 @@ func (p *Pipeline) Status(store *state.Store, live bool) ([]*Status, error) {
 			return nil, err
 		}
 		st.Node, st.Stage = n, n.Stage.Spec.Name
+		// Files inside the spec's directory are stored relative to it.
+		st.Output = p.Spec.Resolve(st.Output)
+		for i, f := range st.MoreOutputs {
+			st.MoreOutputs[i] = p.Spec.Resolve(f)
+		}
 		if n.Dataset != nil {
 			st.Dataset = n.Dataset.Name
 		}

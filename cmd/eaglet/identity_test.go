@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 // identitySpec is a researcher's spec: datasets, an OpenAI-compatible
@@ -317,5 +319,89 @@ func TestIdentity_SharedPromptsAskedOnce(t *testing.T) {
 	}
 	if got := srv.Take(); got != 30 {
 		t.Errorf("the server received %d requests for 30 distinct prompts in two datasets; want 30", got)
+	}
+}
+
+// TestIdentity_CopiedProject: a project directory copied elsewhere (spec,
+// data and runs/ with its store) is up to date there and sends nothing;
+// its outputs are the copy's own files, so one deleted in the copy is
+// written again there, while the original's stays as it was. So too with
+// a store of an earlier binary, which kept outputs' absolute paths.
+func TestIdentity_CopiedProject(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		absolute bool
+	}{{"this binary's store", false}, {"a store keeping absolute paths", true}} {
+		t.Run(tt.name, func(t *testing.T) { copiedProject(t, tt.absolute) })
+	}
+}
+
+func copiedProject(t *testing.T, absolute bool) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
+	orig := filepath.Join(t.TempDir(), "orig")
+	chatPrompts(t, orig, 20, "chat.jsonl")
+	spec := identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.7")
+	if err := os.WriteFile(filepath.Join(orig, "spec.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := eaglet("run", filepath.Join(orig, "spec.yaml")); code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", code, out, errOut)
+	}
+	srv.Take()
+	origTrain := filepath.Join(orig, "runs", "train.jsonl")
+	if absolute {
+		store, err := state.Open(filepath.Join(orig, "runs", "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := store.GetInstance("merge")
+		if err != nil || in.Stats.Output != filepath.Join("runs", "train.jsonl") {
+			t.Fatalf("merge's stored output is %q (%v); want it relative to the spec", in.Stats.Output, err)
+		}
+		in.Stats.Output = origTrain
+		if err := store.PutInstance(in); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+	}
+	want := mustReadFile(t, origTrain)
+	origInfo, err := os.Stat(origTrain)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	copied := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(copied, os.DirFS(orig)); err != nil {
+		t.Fatal(err)
+	}
+	copySpec, copyTrain := filepath.Join(copied, "spec.yaml"), filepath.Join(copied, "runs", "train.jsonl")
+	if err := os.Remove(copyTrain); err != nil {
+		t.Fatal(err)
+	}
+	_, planOut, _ := eaglet("plan", copySpec)
+	if !regexp.MustCompile(`merge .*will rerun: .*train.jsonl is missing`).MatchString(planOut) {
+		t.Errorf("plan in the copy does not say train.jsonl is missing:\n%s", planOut)
+	}
+	code, out, errOut := eaglet("run", copySpec)
+	if code != 0 {
+		t.Fatalf("run in the copy: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := srv.Take(); n != 0 {
+		t.Errorf("the copied project sent %d requests; want none", n)
+	}
+	if got := mustReadFile(t, copyTrain); string(got) != string(want) {
+		t.Errorf("the copy's train.jsonl differs from the original's (%d vs %d bytes)", len(got), len(want))
+	}
+	if !strings.Contains(out+errOut, "wrote "+copyTrain) {
+		t.Errorf("the copy's status does not name the copy's file %s:\n%s%s", copyTrain, out, errOut)
+	}
+	if info, err := os.Stat(origTrain); err != nil || !info.ModTime().Equal(origInfo.ModTime()) {
+		t.Errorf("the original's train.jsonl was touched by the copy's run: %v", err)
+	}
+	// Up to date from then on, in the copy as in the original.
+	for _, s := range []string{copySpec, filepath.Join(orig, "spec.yaml")} {
+		if _, out, errOut := eaglet("run", s); !strings.Contains(out+errOut, "everything is up to date") {
+			t.Errorf("run %s after the copy's run is not up to date:\n%s%s", s, out, errOut)
+		}
 	}
 }
