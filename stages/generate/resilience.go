@@ -56,7 +56,8 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request, tl *tally) (*c
 	for attempt := 0; ; attempt++ {
 		gen, err := g.ep.generate(ctx, g.id, g.share, req, g.timeout)
 		var be *backend.Error
-		if notSent := errors.As(err, &be) && be.NotSent; !notSent {
+		var early unsent
+		if notSent := errors.As(err, &early) || errors.As(err, &be) && be.NotSent; !notSent {
 			tl.requests++
 		}
 		if err == nil {
@@ -124,6 +125,13 @@ func backoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d)) + 1)
 }
 
+// unsent is an error returned before a request left: the endpoint had
+// stopped, its probe failed, or the run ended while the request waited
+// for a slot. It is not counted as a request sent.
+type unsent struct{ error }
+
+func (u unsent) Unwrap() error { return u.error }
+
 // errTimedOut cancels a request that gave no sign of life for its timeout.
 var errTimedOut = errors.New("request timed out")
 
@@ -131,13 +139,13 @@ var errTimedOut = errors.New("request timed out")
 // a slot, its share of the endpoint weighted by share.
 func (e *endpoint) generate(ctx context.Context, instance string, share float64, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
 	if f := e.fatal.Load(); f != nil {
-		return nil, f
+		return nil, unsent{f}
 	}
 	if err := e.probe(ctx, timeout); err != nil {
-		return nil, err
+		return nil, unsent{err}
 	}
 	if err := e.lim.acquire(ctx, instance, share); err != nil {
-		return nil, err
+		return nil, unsent{err}
 	}
 	if req.Sent != nil {
 		req.Sent()
