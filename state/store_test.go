@@ -401,3 +401,49 @@ func TestStore_ReusableAmong(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_Open_PageSize: a store Open creates has newPageSize pages in
+// WAL mode; one an earlier binary made with 4 KiB pages keeps them and
+// stays readable and writable. Both checkpoint after the same bytes of WAL.
+func TestStore_Open_PageSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		path func(t *testing.T) string
+		want int
+	}{
+		{"new", func(t *testing.T) string { return filepath.Join(t.TempDir(), "s.db") }, newPageSize},
+		{"earlier binary", func(t *testing.T) string {
+			return storeAtSchema(t, SchemaVersion, `INSERT INTO items (instance, key, status, out_hash, data)
+				VALUES ('up', 'a', 0, 'ha', '{}')`)
+		}, 4096},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(tc.path(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var page, autocheckpoint int
+			var mode string
+			if err := s.r.QueryRow(`PRAGMA page_size`).Scan(&page); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.w.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.w.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&autocheckpoint); err != nil {
+				t.Fatal(err)
+			}
+			if page != tc.want || mode != "wal" || autocheckpoint*page != walCheckpointBytes {
+				t.Errorf("page size %d, journal %s, checkpoint every %d pages; want %d, wal, %d bytes",
+					page, mode, autocheckpoint, tc.want, walCheckpointBytes)
+			}
+			if err := s.Commit("up", []Item{{Key: "b", OutHash: "hb", Data: []byte(`{}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.CountOutputs([]string{"up"}); err != nil || n < 1 {
+				t.Errorf("records after a commit: %d, %v", n, err)
+			}
+		})
+	}
+}
