@@ -278,3 +278,43 @@ func TestBatchWriter_KilledBeforeCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchWriter_TransactionsOfSeveralStatements writes more records than
+// one transaction takes (batchFlush), each transaction in statements of
+// batchRows and a shorter last one, and reads back every record put, with
+// its fields, in key order.
+func TestBatchWriter_TransactionsOfSeveralStatements(t *testing.T) {
+	s := openTemp(t)
+	n := batchFlush + batchRows + 7
+	bw, err := s.BeginBatch("load[d]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range rand.New(rand.NewPCG(5, 6)).Perm(n) {
+		k := fmt.Sprintf("k%05d", i)
+		if err := bw.Put(Item{Key: k, FP: "fp", OutHash: "h" + k, Chash: "c" + k, Data: fmt.Appendf(nil, `{"n":%d}`, i),
+			PromptTokens: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live, err := bw.Live(); err != nil || live != n {
+		t.Fatalf("Live = %d, %v; want %d", live, err, n)
+	}
+	if err := bw.Commit(s, &Instance{ID: "load[d]", Stage: "load", Status: StatusDone}); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	if err := s.EachOutputRef(context.Background(), []string{"load[d]"}, func(r Row) error {
+		k := fmt.Sprintf("k%05d", i)
+		if r.Key != k || r.Hash != "h"+k || r.Chash != "c"+k || r.PromptTokens != i {
+			t.Fatalf("row %d: %+v", i, r)
+		}
+		i++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if i != n {
+		t.Errorf("%d records read back; want %d", i, n)
+	}
+}
