@@ -152,3 +152,58 @@ func checkDigest(t *testing.T, store *state.Store, inst string) {
 		t.Errorf("%s saved with digest %s of %d records; its output's is %s of %d", inst, in.OutputDigest, in.Stats.Records, want, records)
 	}
 }
+
+// TestRun_FilterCountsItsPendingInput: a filter with no outcome yet, on a
+// first run and after a run stopped before its first commit, has all of
+// its input to do, which its start line says without counting anything
+// as already done (the input is counted once, not read to count it).
+func TestRun_FilterCountsItsPendingInput(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "d.jsonl")
+	var b bytes.Buffer
+	for i := range 500 {
+		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"question %d"}]}`+"\n", i)
+	}
+	if err := os.WriteFile(data, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := `version: 1
+name: pending
+state: state.db
+datasets:
+  d: {source: ` + data + `, format: messages}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: 300, seed: 1}}
+  - {name: filter, uses: filter, needs: [cap], foreach: datasets, with: {keep: "prompt_chars > 0"}}
+`
+	p, store := enginetest.Open(t, t.TempDir(), spec)
+	enginetest.Run(t, p, store, enginetest.Stage(t, p, "cap", ""))
+	for _, run := range []string{"first", "after a stop before any commit"} {
+		var log bytes.Buffer
+		results, err := p.Run(context.Background(), store, engine.RunOptions{Nodes: enginetest.Stage(t, p, "filter", ""), Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(log.Bytes(), []byte("filter[d]: started, 300 records\n")) {
+			t.Errorf("%s run: no start line with the 300 records of the input to do:\n%s", run, log.String())
+		}
+		for _, r := range results {
+			if r.Node.ID == "filter[d]" && r.Processed != 300 {
+				t.Errorf("%s run: processed %d records; want 300", run, r.Processed)
+			}
+		}
+		// As a run killed before the pass's first commit leaves it: the
+		// instance saved as running, no outcome.
+		in, err := store.GetInstance("filter[d]")
+		if err != nil || in == nil {
+			t.Fatalf("filter's instance: %v, %v", in, err)
+		}
+		if err := store.Reset([]string{"filter[d]"}); err != nil {
+			t.Fatal(err)
+		}
+		in.Status = state.StatusRunning
+		if err := store.PutInstance(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
