@@ -2,13 +2,11 @@ package state
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -630,8 +628,9 @@ func (s *Store) putItems(tx *sql.Tx, inst string, items []Item) error {
 		n := min(len(items), chunk)
 		vals = vals[:0]
 		for _, it := range items[:n] {
-			vals = append(vals, inst, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
-				it.Data, int64(it.Ord), it.PromptTokens, it.CompletionTokens, now, it.Chash, it.InChash, it.Reused, it.Requests, it.Retries,
+			vals = append(vals, inst, it.Key, int64(it.Status), it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
+				it.Data, int64(it.Ord), int64(it.PromptTokens), int64(it.CompletionTokens), now, it.Chash, it.InChash, it.Reused,
+				int64(it.Requests), it.Retries,
 				it.Dataset, it.Finish, it.Sent, it.FirstToken, it.Finished, it.URL)
 		}
 		var err error
@@ -679,7 +678,8 @@ func (s *Store) prepareUpserts() error {
 }
 
 // putBatch inserts records of a batch stage's output, batchRows to a
-// statement (batchInsertSQL).
+// statement (batchInsertSQL). Ints are bound as int64, here as in every
+// write: database/sql converts other integer types through reflection.
 func (s *Store) putBatch(tx *sql.Tx, inst string, items []Item) error {
 	now := time.Now().UnixNano()
 	vals := make([]any, 0, 2+12*min(len(items), batchRows))
@@ -687,8 +687,8 @@ func (s *Store) putBatch(tx *sql.Tx, inst string, items []Item) error {
 		n := min(len(items), batchRows)
 		vals = append(vals[:0], inst, now)
 		for _, it := range items[:n] {
-			vals = append(vals, it.Key, it.Status, it.FP, it.InHash, it.OutHash, it.Origin, it.Data, int64(it.Ord),
-				it.PromptTokens, it.CompletionTokens, it.Chash, it.Dataset)
+			vals = append(vals, it.Key, int64(it.Status), it.FP, it.InHash, it.OutHash, it.Origin, it.Data, int64(it.Ord),
+				int64(it.PromptTokens), int64(it.CompletionTokens), it.Chash, it.Dataset)
 		}
 		var err error
 		if n == batchRows {
@@ -719,10 +719,9 @@ type BatchWriter struct {
 	s             *Store
 	inst, staging string
 	sorted        *sorter
-	// digest and records are OutputDigest's of what was written, which
-	// holds while one flush wrote everything (flushes).
-	digest  hash.Hash
-	records int
+	// digest is OutputDigest's of what was written, which holds while
+	// one flush wrote everything (flushes).
+	digest  *Digester
 	flushes int
 	// only, when set, says which records put are written (Only).
 	only func(*Item) bool
@@ -744,7 +743,7 @@ const swapChunk = 5000
 // caller marks it unfinished first, so a crash half-way is made again, and
 // the next BeginBatch, finding rows, stages as usual.
 func (s *Store) BeginBatch(inst string) (*BatchWriter, error) {
-	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst, sorted: s.byKey(), digest: sha256.New()}
+	b := &BatchWriter{s: s, inst: inst, staging: stagingPrefix + inst, sorted: s.byKey(), digest: NewDigester()}
 	if err := s.chunked(`DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE instance = ? LIMIT ?)`, b.staging); err != nil {
 		return nil, fmt.Errorf("replace %s: clear an unfinished output: %w", inst, err)
 	}
@@ -839,8 +838,7 @@ func (b *BatchWriter) flush() error {
 			return nil
 		}
 		if it.Status == 0 {
-			digestLine(b.digest, it.Key, it.OutHash)
-			b.records++
+			b.digest.Add(it.Key, it.OutHash)
 		}
 		if buf = append(buf, *it); len(buf) == batchFlush {
 			return write()
@@ -861,7 +859,8 @@ func (b *BatchWriter) Digest() (digest string, records int, ok bool) {
 	if b.flushes > 1 || b.sorted.pending() {
 		return "", 0, false
 	}
-	return digestSum(b.digest), b.records, true
+	digest, records = b.digest.Sum()
+	return digest, records, true
 }
 
 // Live counts the distinct records written so far (a key put twice counts once).
@@ -1062,7 +1061,7 @@ func (s *Store) SupersededAnswers(inst string) (n, completionTokens int64, err e
 // done output, so a change anywhere in it changes the digest, and counts
 // that output in the same pass.
 func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, records int, err error) {
-	h := sha256.New()
+	d := NewDigester()
 	last := ""
 	for {
 		rows, err := s.r.QueryContext(ctx, `SELECT key, out_hash FROM items WHERE instance = ? AND live = 1
@@ -1077,7 +1076,7 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, r
 				rows.Close()
 				return "", 0, err
 			}
-			digestLine(h, k, oh)
+			d.Add(k, oh)
 			last = k
 			n++
 		}
@@ -1085,16 +1084,11 @@ func (s *Store) OutputDigest(ctx context.Context, inst string) (digest string, r
 		if err := rows.Err(); err != nil {
 			return "", 0, err
 		}
-		records += n
 		if n < pageSize*10 {
-			return digestSum(h), records, nil
+			digest, records = d.Sum()
+			return digest, records, nil
 		}
 	}
-}
-
-// digestLine adds a record to an output digest; records are added in key order.
-func digestLine(h hash.Hash, key, outHash string) {
-	io.WriteString(h, key+" "+outHash+"\n")
 }
 
 // digestSum is an output digest's value.

@@ -59,8 +59,8 @@ func (s *Store) CommitOutcomes(inst string, items []Item) error {
 		n := min(len(items), chunk)
 		vals = append(vals[:0], inst, now)
 		for _, it := range items[:n] {
-			vals = append(vals, it.Key, it.Status, it.Reason, it.FP, it.InHash, it.OutHash, it.Origin, it.Data,
-				it.PromptTokens, it.CompletionTokens, it.Chash, it.Dataset)
+			vals = append(vals, it.Key, int64(it.Status), it.Reason, it.FP, it.InHash, it.OutHash, it.Origin, it.Data,
+				int64(it.PromptTokens), int64(it.CompletionTokens), it.Chash, it.Dataset)
 		}
 		if n == chunk {
 			err = closed(stmt.Query(vals...))
@@ -84,6 +84,9 @@ func (s *Store) CommitOutcomes(inst string, items []Item) error {
 type Digester struct {
 	h       hash.Hash
 	records int
+	// line is the buffer each record's line is written to the hash from:
+	// a string built per record was 5% of a pipeline's allocations.
+	line []byte
 }
 
 // NewDigester starts an output digest.
@@ -91,7 +94,8 @@ func NewDigester() *Digester { return &Digester{h: sha256.New()} }
 
 // Add adds a live, done record; records are added in key order.
 func (d *Digester) Add(key, outHash string) {
-	digestLine(d.h, key, outHash)
+	d.line = append(append(append(append(d.line[:0], key...), ' '), outHash...), '\n')
+	d.h.Write(d.line)
 	d.records++
 }
 
