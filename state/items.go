@@ -658,8 +658,9 @@ func closed(rows *sql.Rows, err error) error {
 	return rows.Close()
 }
 
-// prepareUpserts prepares upsertSQL(chunk), plainUpsertSQL(chunk) and batchInsertSQL(batchRows)
-// once on the writer, when the store opens: preparing the upsert's 3,000
+// prepareUpserts prepares upsertSQL(chunk) once on the writer, when the
+// store opens (the raw writer prepares its own statements on first use):
+// preparing the upsert's 3,000
 // parameters in every transaction was 5% of a pipeline's CPU. A
 // transaction uses them through tx.Stmt, which finds them prepared on the
 // writer's one connection (and prepares them again on a new one).
@@ -667,36 +668,24 @@ func closed(rows *sql.Rows, err error) error {
 // for it forever.
 func (s *Store) prepareUpserts() error {
 	var err error
-	if s.upsert, err = s.w.Prepare(upsertSQL(chunk)); err != nil {
-		return err
-	}
-	if s.plainUpsert, err = s.w.Prepare(plainUpsertSQL(chunk)); err != nil {
-		return err
-	}
-	s.batchInsert, err = s.w.Prepare(batchInsertSQL(batchRows))
+	s.upsert, err = s.w.Prepare(upsertSQL(chunk))
 	return err
 }
 
 // putBatch inserts records of a batch stage's output, batchRows to a
-// statement (batchInsertSQL). Ints are bound as int64, here as in every
-// write: database/sql converts other integer types through reflection.
-func (s *Store) putBatch(tx *sql.Tx, inst string, items []Item) error {
+// statement (batchInsertSQL), in the raw writer's transaction. Ints are
+// bound as int64, here as in every write: database/sql converts other
+// integer types through reflection, and the driver takes no other.
+func putBatch(w *rawWriter, inst string, items []Item) error {
 	now := time.Now().UnixNano()
-	vals := make([]any, 0, 2+12*min(len(items), batchRows))
 	for len(items) > 0 {
 		n := min(len(items), batchRows)
-		vals = append(vals[:0], inst, now)
+		w.add(inst, now)
 		for _, it := range items[:n] {
-			vals = append(vals, it.Key, int64(it.Status), it.FP, it.InHash, it.OutHash, it.Origin, it.Data, int64(it.Ord),
+			w.add(it.Key, int64(it.Status), it.FP, it.InHash, it.OutHash, it.Origin, it.Data, int64(it.Ord),
 				int64(it.PromptTokens), int64(it.CompletionTokens), it.Chash, it.Dataset)
 		}
-		var err error
-		if n == batchRows {
-			err = closed(tx.Stmt(s.batchInsert).Query(vals...))
-		} else {
-			err = closed(tx.Query(batchInsertSQL(n), vals...))
-		}
-		if err != nil {
+		if err := w.run("batch insert", batchInsertSQL, n, n == batchRows); err != nil {
 			return fmt.Errorf("write %s: %w", inst, err)
 		}
 		items = items[n:]
@@ -814,16 +803,9 @@ func (b *BatchWriter) flush() error {
 		if len(buf) == 0 {
 			return nil
 		}
-		tx, err := b.s.w.Begin()
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if err := b.s.putBatch(tx, b.staging, buf); err != nil {
-			return err
-		}
+		err := b.s.rawTx(func(w *rawWriter) error { return putBatch(w, b.staging, buf) })
 		buf = buf[:0]
-		return tx.Commit()
+		return err
 	}
 	last, first := "", true
 	err := b.sorted.each(func(it *Item) error {

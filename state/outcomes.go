@@ -38,8 +38,8 @@ func (it *Item) plain() bool {
 // CommitOutcomes stores many outcomes of an item stage in one transaction,
 // as Commit does, for a stage that passes over its whole input at once
 // (stages.Pure): outcomes that carry no answer (a filter's) are written
-// through plainUpsertSQL, a statement of chunk rows prepared when the
-// store opens; any other outcome makes it fall back to Commit, which stores
+// through plainUpsertSQL, a statement of chunk rows prepared once by the
+// raw writer; any other outcome makes it fall back to Commit, which stores
 // every column.
 func (s *Store) CommitOutcomes(inst string, items []Item) error {
 	for i := range items {
@@ -47,32 +47,23 @@ func (s *Store) CommitOutcomes(inst string, items []Item) error {
 			return s.Commit(inst, items)
 		}
 	}
-	tx, err := s.w.Begin()
-	if err != nil {
-		return fmt.Errorf("commit %s: %w", inst, err)
-	}
-	defer tx.Rollback()
 	now := time.Now().UnixNano()
-	vals := make([]any, 0, 2+12*chunk)
-	stmt := tx.Stmt(s.plainUpsert)
-	for len(items) > 0 {
-		n := min(len(items), chunk)
-		vals = append(vals[:0], inst, now)
-		for _, it := range items[:n] {
-			vals = append(vals, it.Key, int64(it.Status), it.Reason, it.FP, it.InHash, it.OutHash, it.Origin, it.Data,
-				int64(it.PromptTokens), int64(it.CompletionTokens), it.Chash, it.Dataset)
+	err := s.rawTx(func(w *rawWriter) error {
+		for len(items) > 0 {
+			n := min(len(items), chunk)
+			w.add(inst, now)
+			for _, it := range items[:n] {
+				w.add(it.Key, int64(it.Status), it.Reason, it.FP, it.InHash, it.OutHash, it.Origin, it.Data,
+					int64(it.PromptTokens), int64(it.CompletionTokens), it.Chash, it.Dataset)
+			}
+			if err := w.run("plain upsert", plainUpsertSQL, n, n == chunk); err != nil {
+				return err
+			}
+			items = items[n:]
 		}
-		if n == chunk {
-			err = closed(stmt.Query(vals...))
-		} else {
-			err = closed(tx.Query(plainUpsertSQL(n), vals...))
-		}
-		if err != nil {
-			return fmt.Errorf("commit %s: %w", inst, err)
-		}
-		items = items[n:]
-	}
-	if err := tx.Commit(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("commit %s: %w", inst, err)
 	}
 	return nil

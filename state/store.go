@@ -211,11 +211,11 @@ type Store struct {
 	// r serves concurrent reads, which WAL lets run beside the writer.
 	r    *sql.DB
 	lock *os.File
-	// upsert, plainUpsert and batchInsert are the writer's prepared
-	// statements for a full chunk of an item stage's outcomes (any, and
-	// those without an answer) and a full batch of a batch stage's
-	// records (prepareUpserts).
-	upsert, plainUpsert, batchInsert *sql.Stmt
+	// upsert is the writer's prepared statement for a full chunk of an
+	// item stage's outcomes (prepareUpserts).
+	upsert *sql.Stmt
+	// raw runs the writes of many rows below database/sql (rawTx).
+	raw *rawWriter
 	// sortBufs holds the buffers of sorts, each of sortMemory bytes (but
 	// in tests) before it spills to temporary files beside the store.
 	sortBufs *sortBufs
@@ -395,10 +395,11 @@ func (s *Store) Close() error {
 		s.lock.Close()
 	}
 	var errs []error
-	for _, st := range []*sql.Stmt{s.upsert, s.plainUpsert, s.batchInsert} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
+	if s.upsert != nil {
+		errs = append(errs, s.upsert.Close())
+	}
+	if s.raw != nil {
+		errs = append(errs, s.raw.close())
 	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

@@ -1,0 +1,112 @@
+package state
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+)
+
+// rawWriter runs the writes that bind thousands of values at a time (a
+// batch stage's records, a pure stage's outcomes) on the writer's driver
+// connection, below database/sql: database/sql copied every statement's
+// arguments into a new slice of driver values, 177 of the 894 MB a 100k
+// load, cap, filter and merge allocated. The statements and what they
+// bind are the same.
+type rawWriter struct {
+	conn driver.Conn
+	// stmts are the statements of full chunks, prepared once on conn, by name.
+	stmts map[string]driver.Stmt
+	// args is the argument list of the statement being built, reused.
+	args []driver.NamedValue
+}
+
+// rawTx runs fn in one transaction (BEGIN IMMEDIATE, as every write
+// transaction of the writer) on the writer's connection, held for the
+// whole of it as a database/sql transaction holds it. A transaction that
+// cannot be rolled back takes its connection with it, so no later write
+// finds one open.
+func (s *Store) rawTx(fn func(w *rawWriter) error) error {
+	ctx := context.Background()
+	c, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Raw(func(dc any) error {
+		// Raw hands the connection to one caller at a time, so s.raw
+		// needs no lock of its own.
+		if s.raw == nil || s.raw.conn != dc {
+			conn, ok := dc.(driver.Conn)
+			if !ok {
+				return fmt.Errorf("driver connection %T", dc)
+			}
+			s.raw = &rawWriter{conn: conn, stmts: map[string]driver.Stmt{}}
+		}
+		begin, ok := dc.(driver.ConnBeginTx)
+		if !ok {
+			return fmt.Errorf("driver connection %T begins no transaction", dc)
+		}
+		tx, err := begin.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			return err
+		}
+		if err := fn(s.raw); err != nil {
+			if rbErr := tx.Rollback(); rbErr != nil {
+				return errors.Join(err, rbErr, driver.ErrBadConn)
+			}
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return errors.Join(err, tx.Rollback())
+		}
+		return nil
+	})
+}
+
+// add appends one argument; values are driver values (string, int64,
+// []byte), as database/sql would have made them.
+func (w *rawWriter) add(vals ...driver.Value) {
+	for _, v := range vals {
+		w.args = append(w.args, driver.NamedValue{Ordinal: len(w.args) + 1, Value: v})
+	}
+}
+
+// run runs the statement sqlOf(n) with the arguments added since the
+// last run, through Query, which binds them and takes the statement's step
+// in one call into C (closed says why). A statement of a full chunk
+// (keep) is prepared once and kept under name; any other, a tail, is
+// prepared for this run alone.
+func (w *rawWriter) run(name string, sqlOf func(n int) string, n int, keep bool) error {
+	defer func() { w.args = w.args[:0] }()
+	st := w.stmts[name]
+	if !keep || st == nil {
+		var err error
+		if st, err = w.conn.Prepare(sqlOf(n)); err != nil {
+			return err
+		}
+		if keep {
+			w.stmts[name] = st
+		} else {
+			defer st.Close()
+		}
+	}
+	query, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		return fmt.Errorf("driver statement %T takes no query", st)
+	}
+	rows, err := query.QueryContext(context.Background(), w.args)
+	if err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// close finalizes the statements kept, before their connection closes.
+func (w *rawWriter) close() error {
+	var errs []error
+	for _, st := range w.stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
