@@ -296,14 +296,17 @@ type batchOutput struct {
 	orderer stages.Orderer
 	dropped map[string]int
 	count   int
+	// data and content marshal an emitted record and what its content
+	// hash hashes; the writer copies the record's bytes as it is put.
+	data, content recordJSON
 }
 
 func (o *batchOutput) Emit(rec *conv.Record) error {
-	data, err := json.Marshal(rec)
+	data, err := o.data.marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", rec.Key, err)
 	}
-	it := state.Item{Key: rec.Key, FP: o.fp, Data: data, OutHash: hashBytes(data), Chash: contentHash(rec)}
+	it := state.Item{Key: rec.Key, FP: o.fp, Data: data, OutHash: hashBytes(data), Chash: o.content.contentHash(rec)}
 	return o.put(rec, it)
 }
 

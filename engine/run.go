@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -360,14 +361,43 @@ func hashBytes(b []byte) string {
 // spelt content and arguments is left out too, as in record keys, so
 // answers stored before eaglet kept the spelling are found again.
 func contentHash(rec *conv.Record) string {
+	var j recordJSON
+	return j.contentHash(rec)
+}
+
+// contentHash is the package's contentHash, marshalling into j.
+func (j *recordJSON) contentHash(rec *conv.Record) string {
 	c := *rec
 	c.Key, c.Dataset, c.Source = "", "", conv.Source{}
 	c.Messages = conv.Unspelt(c.Messages)
-	data, err := json.Marshal(&c)
+	data, err := j.marshal(&c)
 	if err != nil {
 		return ""
 	}
 	return hashBytes(data)
+}
+
+// recordJSON marshals values to the bytes json.Marshal gives, into one
+// buffer it reuses, for a caller done with them before the next marshal:
+// a batch stage's Emit hashes a record's bytes and the batch writer copies
+// them, and a new slice per record (twice, for the content hash) was a
+// tenth of a pipeline's allocations.
+type recordJSON struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// marshal encodes v; the bytes are valid until the next marshal.
+func (j *recordJSON) marshal(v any) ([]byte, error) {
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.buf) // escapes HTML as Marshal does
+	}
+	j.buf.Reset()
+	if err := j.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := j.buf.Bytes()
+	return b[:len(b)-1], nil // Encode ends a value with a newline
 }
 
 func decodeRow(row state.Row) (*conv.Record, error) {

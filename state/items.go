@@ -783,7 +783,7 @@ const batchRows = 4 * chunk
 // Put adds one output record. Of records put with the same key, the first
 // is kept. Only the fields a batch stage's output has are stored: Key,
 // Status, FP, InHash, OutHash, Origin, Data, Ord, the token counts, Chash
-// and Dataset.
+// and Dataset. What it keeps it copies: the caller may reuse it.Data.
 func (b *BatchWriter) Put(it Item) error {
 	return b.sorted.add(&it)
 }

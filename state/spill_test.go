@@ -282,7 +282,8 @@ func TestBatchWriter_KilledBeforeCommit(t *testing.T) {
 // TestBatchWriter_TransactionsOfSeveralStatements writes more records than
 // one transaction takes (batchFlush), each transaction in statements of
 // batchRows and a shorter last one, and reads back every record put, with
-// its fields, in key order.
+// its fields, in key order. The records' bytes are put from one buffer the
+// caller reuses.
 func TestBatchWriter_TransactionsOfSeveralStatements(t *testing.T) {
 	s := openTemp(t)
 	n := batchFlush + batchRows + 7
@@ -290,10 +291,11 @@ func TestBatchWriter_TransactionsOfSeveralStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var data []byte
 	for _, i := range rand.New(rand.NewPCG(5, 6)).Perm(n) {
 		k := fmt.Sprintf("k%05d", i)
-		if err := bw.Put(Item{Key: k, FP: "fp", OutHash: "h" + k, Chash: "c" + k, Data: fmt.Appendf(nil, `{"n":%d}`, i),
-			PromptTokens: i}); err != nil {
+		data = fmt.Appendf(data[:0], `{"n":%d}`, i)
+		if err := bw.Put(Item{Key: k, FP: "fp", OutHash: "h" + k, Chash: "c" + k, Data: data, PromptTokens: i}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,5 +318,15 @@ func TestBatchWriter_TransactionsOfSeveralStatements(t *testing.T) {
 	}
 	if i != n {
 		t.Errorf("%d records read back; want %d", i, n)
+	}
+	i = 0
+	if err := s.EachOutput(context.Background(), []string{"load[d]"}, func(r Row) error {
+		if want := fmt.Sprintf(`{"n":%d}`, i); string(r.Data) != want {
+			t.Fatalf("record %s holds %s; want %s", r.Key, r.Data, want)
+		}
+		i++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
