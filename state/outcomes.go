@@ -27,6 +27,15 @@ func plainUpsertSQL(n int) string {
 	finish = '', sent_ms = 0, first_ms = 0, done_ms = 0, url = ''`
 }
 
+// outcomeRows is how many outcomes one statement of CommitOutcomes
+// stores. Each statement of a transaction after its first keeps the pages
+// it changes aside in a statement journal (an upsert may abort half-way),
+// spilled to a temporary file beyond 64 KiB: statements of 512 rows
+// rather than 128 made a quarter fewer of a 100k pipeline's page writes
+// (33.0k against 25.6k). The raw writer prepares it on first use, so no
+// Open pays for its 6,000 parameters.
+const outcomeRows = 4 * chunk
+
 // plain reports whether an outcome fills only the columns plainUpsertSQL
 // binds: no answer (content hash of its input, reuse, requests, timing)
 // and no order.
@@ -38,8 +47,8 @@ func (it *Item) plain() bool {
 // CommitOutcomes stores many outcomes of an item stage in one transaction,
 // as Commit does, for a stage that passes over its whole input at once
 // (stages.Pure): outcomes that carry no answer (a filter's) are written
-// through plainUpsertSQL, a statement of chunk rows prepared once by the
-// raw writer; any other outcome makes it fall back to Commit, which stores
+// through plainUpsertSQL, a statement of outcomeRows rows prepared once by
+// the raw writer; any other outcome makes it fall back to Commit, which stores
 // every column.
 func (s *Store) CommitOutcomes(inst string, items []Item) error {
 	for i := range items {
@@ -50,13 +59,13 @@ func (s *Store) CommitOutcomes(inst string, items []Item) error {
 	now := time.Now().UnixNano()
 	err := s.rawTx(func(w *rawWriter) error {
 		for len(items) > 0 {
-			n := min(len(items), chunk)
+			n := min(len(items), outcomeRows)
 			w.add(inst, now)
 			for _, it := range items[:n] {
 				w.add(it.Key, int64(it.Status), it.Reason, it.FP, it.InHash, it.OutHash, it.Origin, it.Data,
 					int64(it.PromptTokens), int64(it.CompletionTokens), it.Chash, it.Dataset)
 			}
-			if err := w.run("plain upsert", plainUpsertSQL, n, n == chunk); err != nil {
+			if err := w.run("plain upsert", plainUpsertSQL, n, n == outcomeRows); err != nil {
 				return err
 			}
 			items = items[n:]

@@ -30,13 +30,13 @@ func TestRawTx_FailureLeavesNothing(t *testing.T) {
 	if n, err := s.CountOutputs([]string{"load[d]"}); err != nil || n != 0 {
 		t.Errorf("after a failed transaction %d rows stayed (%v); want none", n, err)
 	}
-	if err := s.CommitOutcomes("filter[d]", items("y", chunk+1)); err != nil {
+	if err := s.CommitOutcomes("filter[d]", items("y", outcomeRows+1)); err != nil {
 		t.Fatalf("raw commit after a failed one: %v", err)
 	}
 	if err := s.Commit("gen[d]", items("z", 2)); err != nil {
 		t.Fatalf("commit through database/sql after a failed raw one: %v", err)
 	}
-	for inst, want := range map[string]int{"filter[d]": chunk + 1, "gen[d]": 2} {
+	for inst, want := range map[string]int{"filter[d]": outcomeRows + 1, "gen[d]": 2} {
 		if n, err := s.CountOutputs([]string{inst}); err != nil || n != want {
 			t.Errorf("%s holds %d rows (%v); want %d", inst, n, err, want)
 		}
