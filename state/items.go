@@ -159,7 +159,7 @@ func (s *Store) EachOutputRef(ctx context.Context, instances []string, fn func(R
 	return s.mergeByKey(ctx, instances, cols, func(rows *sql.Rows) (Row, error) {
 		var r Row
 		var inst string
-		err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, &r.PromptTokens, &r.CompletionTokens, &r.Dataset, &inst)
+		err := rows.Scan(&r.Key, &r.Hash, &r.Origin, &r.Chash, intCol{&r.PromptTokens}, intCol{&r.CompletionTokens}, &r.Dataset, &inst)
 		if r.Dataset == "" {
 			r.Dataset = datasets[inst]
 		}
@@ -173,6 +173,21 @@ func (s *Store) EachOutputRef(ctx context.Context, instances []string, fn func(R
 // copies (dedupe).
 func (s *Store) EachCopy(ctx context.Context, instances []string, fn func(Row) error) error {
 	return s.mergeByKey(ctx, instances, resolved, scanResolved, false, fn)
+}
+
+// intCol scans an INTEGER column into an int: database/sql converts the
+// driver's int64 to an int by formatting it and parsing the text, a cost
+// per column of every row a key-ordered read passes on.
+type intCol struct{ p *int }
+
+// Scan takes the driver's int64.
+func (c intCol) Scan(src any) error {
+	v, ok := src.(int64)
+	if !ok {
+		return fmt.Errorf("an integer column holds %T", src)
+	}
+	*c.p = int(v)
+	return nil
 }
 
 func scanResolved(rows *sql.Rows) (Row, error) {
