@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/stages"
 	_ "github.com/eaglet-dev/eaglet/stages/all" // every built-in stage kind
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -96,4 +97,20 @@ func PeakRSSMiB() float64 {
 		}
 	}
 	return 0
+}
+
+// Count is how many of an instance's live records have the status.
+func Count(t testing.TB, store *state.Store, id string, status stages.Status) int {
+	t.Helper()
+	counts, err := store.Counts(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range counts {
+		if c.Status == int(status) {
+			n += c.N
+		}
+	}
+	return n
 }

@@ -42,17 +42,7 @@ stages:
 	if r.Requests != received {
 		t.Errorf("the run counts %d requests sent; the server received %d", r.Requests, received)
 	}
-	counts, err := store.Counts("generate[d]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed := 0
-	for _, c := range counts {
-		if c.Status == int(stages.Failed) {
-			failed += c.N
-		}
-	}
-	if failed != 300 {
+	if failed := enginetest.Count(t, store, "generate[d]", stages.Failed); failed != 300 {
 		t.Errorf("%d records failed; want all 300, for the next run to retry", failed)
 	}
 }

@@ -220,16 +220,7 @@ stages:
   - {name: handoff, uses: handoff, needs: [generate], with: {out: out, format: specforge, tokenizer: %q, max_length: 60}}
 `, url+"/v1", turns, tokDir)
 			_, store, _ := enginetest.OpenAndRun(t, dir, spec)
-			counts, err := store.Counts("handoff")
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := 0
-			for _, c := range counts {
-				if c.Status == int(stages.Done) {
-					done += c.N
-				}
-			}
+			done := enginetest.Count(t, store, "handoff", stages.Done)
 			withRows := map[string]bool{}
 			for _, line := range readRows(t, filepath.Join(dir, "out", "current")) {
 				var r struct{ Metadata struct{ Key string } }
