@@ -23,8 +23,10 @@ type endpoint struct {
 	fatal atomic.Pointer[backend.Error]
 	// identity is what decides answers: API, model and model settings.
 	identity string
-	// meanTokens is the expected answer length when a dataset gives none.
+	// meanTokens is the expected answer length when a dataset gives none;
+	// knowsMean says it is the API's (the simulator's), not a guess.
 	meanTokens int
+	knowsMean  bool
 	// takesIDs is set when the API takes token ids rather than messages
 	// (SGLang's /generate, /v1/completions).
 	takesIDs bool
@@ -88,7 +90,7 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 	e.guard.probePath, e.streams = c.ProbePath, c.Streams
 	e.lim.streams = e.streams
 	if c.MeanTokens > 0 {
-		e.meanTokens = c.MeanTokens
+		e.meanTokens, e.knowsMean = c.MeanTokens, true
 	}
 	if c.ProbePath != "" { // an API with no server to probe has no metrics either
 		e.watchLoad(c.Metrics, logf)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/eaglet-dev/eaglet/stages"
 )
@@ -23,9 +24,19 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	if note != "" {
 		out.Note = note
 	}
-	per, err := g.expectedTokens()
+	per, guessed, err := g.expectedTokens()
 	if err != nil {
 		return out, err
+	}
+	if guessed && in.Records > 0 {
+		// Said where it is used: a budget's share and the cost follow
+		// from it, and a user reading "allows 53%" must know why.
+		where := "the datasets"
+		if g.ds != nil {
+			where = "dataset " + g.ds.Name
+		}
+		guess := fmt.Sprintf("answers guessed at %d tokens: set est_completion_tokens on %s", per, where)
+		out.Note = strings.TrimPrefix(out.Note+"; "+guess, "; ")
 	}
 	out.CompletionTokens = int64(in.Records) * int64(per)
 	if tps := g.ep.spec.TokensPerSecond; tps > 0 {
@@ -82,22 +93,24 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 // first ones ran, not at the endpoint's default), else of its answers
 // before an option changed (a new temperature redoes every record, at
 // about the lengths they had), else that default; at most max_tokens.
-func (g *Generate) expectedTokens() (int, error) {
-	per := g.ep.meanTokens
+// guessed says the default stood in and the API does not know it either.
+func (g *Generate) expectedTokens() (per int, guessed bool, err error) {
+	per = g.ep.meanTokens
+	guessed = !g.ep.knowsMean
 	switch {
 	case g.ds != nil && g.ds.EstCompletionTokens > 0:
-		per = g.ds.EstCompletionTokens
+		per, guessed = g.ds.EstCompletionTokens, false
 	case g.answered != nil:
 		u, err := g.answered()
 		if err != nil {
-			return 0, fmt.Errorf("estimate: read earlier answers: %w", err)
+			return 0, false, fmt.Errorf("estimate: read earlier answers: %w", err)
 		}
 		switch {
 		case u.Records > 0:
-			per = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1))
+			per, guessed = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1)), false
 		case u.SupersededRecords > 0:
-			per = int(max((u.SupersededCompletionTokens+u.SupersededRecords/2)/u.SupersededRecords, 1))
+			per, guessed = int(max((u.SupersededCompletionTokens+u.SupersededRecords/2)/u.SupersededRecords, 1)), false
 		}
 	}
-	return min(per, g.maxTokens), nil
+	return min(per, g.maxTokens), guessed, nil
 }
