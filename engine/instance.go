@@ -149,11 +149,12 @@ func usage(store *state.Store, ids []string) (stages.Usage, error) {
 			return u, err
 		}
 		u.Lengths = append(u.Lengths, lengths...)
-		n, ctok, err := store.SupersededAnswers(id)
+		n, ptok, ctok, err := store.SupersededAnswers(id)
 		if err != nil {
 			return u, err
 		}
 		u.SupersededRecords += n
+		u.SupersededPromptTokens += ptok
 		u.SupersededCompletionTokens += ctok
 		for _, c := range counts {
 			if c.Status == int(stages.Done) {

@@ -100,10 +100,11 @@ type Usage struct {
 	// Lengths is a sample of the completion lengths, so a budget resumes
 	// knowing how long answers run instead of relearning it.
 	Lengths []int
-	// SupersededRecords and SupersededCompletionTokens count the done
-	// outcomes no longer live (an option changed since): budgets ignore
-	// them; a plan prices the records to redo from them.
-	SupersededRecords, SupersededCompletionTokens int64
+	// SupersededRecords, SupersededPromptTokens and
+	// SupersededCompletionTokens count the done outcomes no longer live
+	// (an option changed since): budgets ignore them; a plan prices the
+	// records to redo from them.
+	SupersededRecords, SupersededPromptTokens, SupersededCompletionTokens int64
 }
 
 // Stage is implemented by exactly one of Mapper and Batch.

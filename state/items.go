@@ -1044,14 +1044,15 @@ func (s *Store) CompletionLengths(inst string, n int) ([]int, error) {
 
 // SupersededAnswers counts an instance's done outcomes that are no longer
 // live (an option changed since, or the record left its input) and their
-// completion tokens: how long answers ran before the change.
-func (s *Store) SupersededAnswers(inst string) (n, completionTokens int64, err error) {
-	err = s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(ctok), 0) FROM items WHERE instance = ? AND live = 0 AND status = 0`,
-		inst).Scan(&n, &completionTokens)
+// prompt and completion tokens: how long prompts and answers ran before
+// the change.
+func (s *Store) SupersededAnswers(inst string) (n, promptTokens, completionTokens int64, err error) {
+	err = s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(ptok), 0), COALESCE(SUM(ctok), 0) FROM items
+		WHERE instance = ? AND live = 0 AND status = 0`, inst).Scan(&n, &promptTokens, &completionTokens)
 	if err != nil {
-		return 0, 0, fmt.Errorf("superseded answers of %s: %w", inst, err)
+		return 0, 0, 0, fmt.Errorf("superseded answers of %s: %w", inst, err)
 	}
-	return n, completionTokens, nil
+	return n, promptTokens, completionTokens, nil
 }
 
 // OutputDigest hashes the keys and content hashes of an instance's live,

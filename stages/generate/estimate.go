@@ -24,19 +24,42 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	if note != "" {
 		out.Note = note
 	}
-	per, guessed, err := g.expectedTokens()
-	if err != nil {
-		return out, err
-	}
-	if guessed && in.Records > 0 {
-		// Said where it is used: a budget's share and the cost follow
-		// from it, and a user reading "allows 53%" must know why.
-		where := "the datasets"
-		if g.ds != nil {
-			where = "dataset " + g.ds.Name
+	var soFar stages.Usage
+	if g.answered != nil {
+		if soFar, err = g.answered(); err != nil {
+			return out, fmt.Errorf("estimate: read earlier answers: %w", err)
 		}
-		guess := fmt.Sprintf("answers guessed at %d tokens: set est_completion_tokens on %s", per, where)
-		out.Note = strings.TrimPrefix(out.Note+"; "+guess, "; ")
+	}
+	per, guessed := g.expectedTokens(soFar)
+	where := "the datasets"
+	if g.ds != nil {
+		where = "dataset " + g.ds.Name
+	}
+	// What plan could not know is said where it is used: a budget's
+	// share and the cost follow from it, and a user reading "allows 53%"
+	// must know why.
+	var unknown, keys []string
+	if guessed && in.Records > 0 {
+		unknown, keys = append(unknown, fmt.Sprintf("answers guessed at %d tokens", per)), append(keys, "est_completion_tokens")
+	}
+	if in.PromptTokens == 0 && in.Records > 0 {
+		// Without a tokenize stage or est_prompt_tokens the prompts'
+		// tokens are what the server counted for the answers so far (or
+		// before an option changed); with none yet, a cost would leave
+		// them out, the larger part of it for long contexts (agent
+		// trajectories).
+		switch {
+		case soFar.Records > 0 && soFar.PromptTokens > 0:
+			out.PromptTokens = int64(in.Records) * ((soFar.PromptTokens + soFar.Records/2) / soFar.Records)
+		case soFar.SupersededRecords > 0 && soFar.SupersededPromptTokens > 0:
+			out.PromptTokens = int64(in.Records) * ((soFar.SupersededPromptTokens + soFar.SupersededRecords/2) / soFar.SupersededRecords)
+		case g.ep.spec.Price != nil:
+			unknown, keys = append(unknown, "the cost leaves out prompt tokens"), append(keys, "est_prompt_tokens")
+		}
+	}
+	if len(unknown) > 0 {
+		n := strings.Join(unknown, " and ") + ": set " + strings.Join(keys, " and ") + " on " + where
+		out.Note = strings.TrimPrefix(out.Note+"; "+n, "; ")
 	}
 	out.CompletionTokens = int64(in.Records) * int64(per)
 	if tps := g.ep.spec.TokensPerSecond; tps > 0 {
@@ -94,23 +117,16 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 // before an option changed (a new temperature redoes every record, at
 // about the lengths they had), else that default; at most max_tokens.
 // guessed says the default stood in and the API does not know it either.
-func (g *Generate) expectedTokens() (per int, guessed bool, err error) {
-	per = g.ep.meanTokens
-	guessed = !g.ep.knowsMean
+// u is what the instance's answers have used so far.
+func (g *Generate) expectedTokens(u stages.Usage) (per int, guessed bool) {
+	per, guessed = g.ep.meanTokens, !g.ep.knowsMean
 	switch {
 	case g.ds != nil && g.ds.EstCompletionTokens > 0:
 		per, guessed = g.ds.EstCompletionTokens, false
-	case g.answered != nil:
-		u, err := g.answered()
-		if err != nil {
-			return 0, false, fmt.Errorf("estimate: read earlier answers: %w", err)
-		}
-		switch {
-		case u.Records > 0:
-			per, guessed = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1)), false
-		case u.SupersededRecords > 0:
-			per, guessed = int(max((u.SupersededCompletionTokens+u.SupersededRecords/2)/u.SupersededRecords, 1)), false
-		}
+	case u.Records > 0:
+		per, guessed = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1)), false
+	case u.SupersededRecords > 0:
+		per, guessed = int(max((u.SupersededCompletionTokens+u.SupersededRecords/2)/u.SupersededRecords, 1)), false
 	}
-	return min(per, g.maxTokens), guessed, nil
+	return min(per, g.maxTokens), guessed
 }

@@ -29,14 +29,14 @@ state: state.db
 datasets:
   d: {source: prompts.jsonl}
 endpoints:
-  e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8}
+  e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8, price: {input: 1, output: 2}}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: %d, seed: 1}}
   - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 2000, temperature: %v, budget: {completion_tokens: 40000}}}
 `, srv.URL, cap, temperature)
 	}
-	plan := func(s string) (records int, tokens int64, action string) {
+	plan := func(s string) (records int, tokens, prompt int64, action string) {
 		t.Helper()
 		p, store := enginetest.Open(t, dir, s)
 		for _, st := range p.Plan(store, nil) {
@@ -44,25 +44,26 @@ stages:
 				t.Fatalf("plan %s: %v", st.Node.ID, st.Err)
 			}
 			if st.Node.ID == "generate[d]" {
-				return st.Estimate.Records, st.NewTokens, st.Action
+				return st.Estimate.Records, st.NewTokens, st.Estimate.PromptTokens, st.Action
 			}
 		}
 		t.Fatal("no generate[d] in the plan")
-		return 0, 0, ""
+		return 0, 0, 0, ""
 	}
 
 	// Nothing ran: 1,000 tokens a record, so the budget seems to cut the
-	// 60 records to 40, and plan says the length is a guess.
-	const guessed = "answers guessed at 1000 tokens: set est_completion_tokens on dataset d"
-	if n, tokens, action := plan(spec(60, 0.5)); n != 40 || tokens != 40_000 || !strings.Contains(action, "budget allows") || !strings.Contains(action, guessed) {
+	// 60 records to 40, and plan says the length is a guess and the cost
+	// has no prompt tokens (no tokenize stage, no est_prompt_tokens).
+	const guessed = "answers guessed at 1000 tokens and the cost leaves out prompt tokens: set est_completion_tokens and est_prompt_tokens on dataset d"
+	if n, tokens, _, action := plan(spec(60, 0.5)); n != 40 || tokens != 40_000 || !strings.Contains(action, "budget allows") || !strings.Contains(action, guessed) {
 		t.Errorf("first plan: %d records, %d new tokens, %q; want 40 records, the budget's 40,000 tokens, and %q", n, tokens, action, guessed)
 	}
 	p, store := enginetest.Open(t, dir, spec(60, 0.5))
 	enginetest.Run(t, p, store, nil)
-	_, spent := spent(t, store, "generate[d]")
-	mean := (spent + 30) / 60
-	if mean > 300 {
-		t.Fatalf("60 answers took %d tokens; want about 150 each", spent)
+	prompts, spent := spent(t, store, "generate[d]")
+	mean, meanPrompt := (spent+30)/60, (prompts+30)/60
+	if mean > 300 || meanPrompt == 0 {
+		t.Fatalf("60 answers took %d completion and %d prompt tokens; want about 150 each, and prompts counted", spent, prompts)
 	}
 	srv.Take()
 
@@ -75,10 +76,15 @@ stages:
 		{"raised cap", spec(100, 0.5), 100, 40},
 		{"changed temperature", spec(60, 0.9), 60, 60},
 	}
+	// The raised cap's 40 new prompts are priced at the server's count of
+	// the first 60's.
+	if _, _, prompt, _ := plan(spec(100, 0.5)); prompt != prompts+40*meanPrompt {
+		t.Errorf("raised cap: %d prompt tokens; want %d kept and %d for the 40 new", prompt, prompts, 40*meanPrompt)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, tokens, action := plan(tt.spec)
-			if want := tt.redo * mean; n != tt.records || tokens != want || strings.Contains(action, "budget allows") || strings.Contains(action, "guessed") {
+			n, tokens, _, action := plan(tt.spec)
+			if want := tt.redo * mean; n != tt.records || tokens != want || strings.Contains(action, "budget allows") || strings.Contains(action, "guessed") || strings.Contains(action, "leaves out") {
 				t.Errorf("%d records, %d new tokens, %q; want %d records, %d new tokens (%d at the mean of %d so far), nothing cut",
 					n, tokens, action, tt.records, want, tt.redo, mean)
 			}
