@@ -304,17 +304,7 @@ func countStatus(t *testing.T, dir string, status stages.Status) int {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	counts, err := store.Counts("generate[chat]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, c := range counts {
-		if c.Status == int(status) {
-			n += c.N
-		}
-	}
-	return n
+	return enginetest.Count(t, store, "generate[chat]", status)
 }
 
 func mustReadString(t *testing.T, path string) string {
