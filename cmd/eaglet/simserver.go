@@ -11,6 +11,8 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
 func init() {
@@ -47,6 +49,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.BoolVar(&cfg.FlatErrors, "flat-errors", false, `send OpenAI-route errors as {"object":"error",...}`)
 	fs.BoolVar(&cfg.Comments, "comments", false, "send ': OPENROUTER PROCESSING' SSE comments")
 	apiKeyEnv := fs.String("api-key-env", "", "environment variable holding the API key to require")
+	tokDir := fs.String("tokenizer", "", "a model directory (tokenizer.json, chat template): count prompts as a server of that model does, so a tokenize stage with the same model agrees (default: sim tokens)")
 	f := &cfg.Faults
 	fs.Uint64Var(&f.Seed, "fault-seed", 0, "seed of fault decisions")
 	fs.Float64Var(&f.Error500, "fail-500", 0, "share of requests answered 500")
@@ -71,6 +74,15 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	if *apiKeyEnv != "" {
 		if cfg.APIKey = env.getenv(*apiKeyEnv); cfg.APIKey == "" {
 			return &exitError{code: exitUsage, err: fmt.Errorf("-api-key-env: $%s is empty", *apiKeyEnv)}
+		}
+	}
+	if *tokDir != "" {
+		tok, err := tokenizer.Load(*tokDir)
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("-tokenizer: %w", err)}
+		}
+		if cfg.Template, err = chat.New(tok); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("-tokenizer %s: %w", *tokDir, err)}
 		}
 	}
 	cfg.Model = sim.New(mc)

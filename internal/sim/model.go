@@ -68,6 +68,10 @@ type Prompt struct {
 	Tools    []conv.ToolDef
 	IDs      []int
 	Text     string
+	// Rendered, when set, is the prompt as a real model's chat template and
+	// tokenizer make it (sim-server -tokenizer): what the server counts
+	// and reports. The answer stays a function of the rest.
+	Rendered []int
 }
 
 // Options are per-request knobs.
@@ -323,27 +327,25 @@ func (p *Prompt) key() uint64 {
 	return h.Sum64()
 }
 
-// tokens counts the prompt as a chat template would: each message's text
-// plus four tokens of framing, three for the generation prompt.
 // TokenIDs returns the prompt as the sim tokenizes it: as many ids as it
 // counts, with ids below the first word id framing the conversation (the
 // chat template's special tokens), so a server can report them.
 func (p *Prompt) TokenIDs() []int {
 	switch {
+	case p.Rendered != nil:
+		return p.Rendered
 	case len(p.Messages) > 0:
 		ids := []int{4, 5, 6}
 		for _, m := range p.Messages {
 			ids = append(ids, 7, 8, 9, 10)
 			ids = append(ids, Tokenize(m.Content)...)
 			ids = append(ids, Tokenize(m.Reasoning)...)
-			for _, c := range m.ToolCalls {
-				ids = append(append(ids, Tokenize(c.Name)...), Tokenize(string(c.Arguments))...)
+			if t := framing(m); t != "" {
+				ids = append(ids, Tokenize(t)...)
 			}
 		}
-		for _, t := range p.Tools {
-			ids = append(ids, Tokenize(t.Name)...)
-			ids = append(ids, Tokenize(t.Description)...)
-			ids = append(ids, Tokenize(string(t.Parameters))...)
+		if len(p.Tools) > 0 {
+			ids = append(ids, Tokenize(toolsText(p.Tools))...)
 		}
 		return ids
 	case len(p.IDs) > 0:
@@ -352,22 +354,69 @@ func (p *Prompt) TokenIDs() []int {
 	return Tokenize(p.Text)
 }
 
+// tokens counts the prompt as a chat template would: each message's text
+// plus four tokens of framing, three for the generation prompt, and tool
+// calls, tool results and tools as the template writes them (framing,
+// toolsText).
 func (p *Prompt) tokens() int {
 	switch {
+	case p.Rendered != nil:
+		return len(p.Rendered)
 	case len(p.Messages) > 0:
 		n := 3
 		for _, m := range p.Messages {
-			n += 4 + Count(m.Content) + Count(m.Reasoning)
-			for _, c := range m.ToolCalls {
-				n += Count(c.Name) + Count(string(c.Arguments))
-			}
+			n += 4 + Count(m.Content) + Count(m.Reasoning) + Count(framing(m))
 		}
-		for _, t := range p.Tools {
-			n += Count(t.Name) + Count(t.Description) + Count(string(t.Parameters))
+		if len(p.Tools) > 0 {
+			n += Count(toolsText(p.Tools))
 		}
 		return n
 	case len(p.IDs) > 0:
 		return len(p.IDs)
 	}
 	return Count(p.Text)
+}
+
+// toolsPreamble is what a chat template writes around the tool definitions
+// (Qwen's words; Llama's and DeepSeek's are as long): a real server's
+// prompt_tokens counts it, so a client that renders the template counts
+// it too, and a simulator that left it out read fewer tokens than the
+// client sent, the sign of a prompt cut to the context.
+const toolsPreamble = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+	"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n</tools>\n\n" +
+	"For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
+	"<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>"
+
+// toolsText is the tools as a chat template renders them: the preamble and
+// each definition as OpenAI's JSON, one a line.
+func toolsText(tools []conv.ToolDef) string {
+	b := []byte(toolsPreamble)
+	for _, t := range tools {
+		j, err := json.Marshal(struct {
+			Type     string       `json:"type"`
+			Function conv.ToolDef `json:"function"`
+		}{"function", t})
+		if err != nil { // parameters that are not JSON: count them as text
+			j = []byte(t.Name + " " + t.Description + " " + string(t.Parameters))
+		}
+		b = append(append(b, '\n'), j...)
+	}
+	return string(b)
+}
+
+// framing is what a chat template writes around a message's tool calls,
+// or around a tool's result (Qwen's tags; other templates' are as long).
+func framing(m conv.Message) string {
+	var b []byte
+	for _, c := range m.ToolCalls {
+		b = append(b, "<tool_call>\n{\"name\": \""...)
+		b = append(b, c.Name...)
+		b = append(b, "\", \"arguments\": "...)
+		b = append(b, c.Arguments...)
+		b = append(b, "}\n</tool_call>"...)
+	}
+	if m.Role == conv.Tool {
+		b = append(b, "<tool_response>\n\n</tool_response>"...)
+	}
+	return string(b)
 }

@@ -29,7 +29,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	maxTokens := req.maxTokens(completionsDefaultMaxTokens)
-	a, ok := s.answer(w, true, p, sim.Options{MaxTokens: maxTokens})
+	a, ok := s.answer(w, true, &p, sim.Options{MaxTokens: maxTokens})
 	if !ok {
 		return
 	}

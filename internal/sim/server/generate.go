@@ -46,7 +46,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if m := req.SamplingParams.MaxNewTokens; m != nil {
 		maxTokens = *m
 	}
-	a, ok := s.answer(w, false, p, sim.Options{MaxTokens: maxTokens})
+	a, ok := s.answer(w, false, &p, sim.Options{MaxTokens: maxTokens})
 	if !ok {
 		return
 	}

@@ -125,7 +125,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	maxTokens := req.maxTokens(0)
 	prompt := sim.Prompt{Messages: msgs, Tools: tools}
-	a, ok := s.answer(w, true, prompt,
+	a, ok := s.answer(w, true, &prompt,
 		sim.Options{MaxTokens: maxTokens, NoThinking: thinkingOff(req.ChatTemplateKwargs)})
 	if !ok {
 		return

@@ -80,12 +80,35 @@ func (s *Server) errorStatus(w http.ResponseWriter, openAI bool, status int, typ
 
 // answer checks the context and generates, writing a 400 when the prompt
 // does not fit.
-func (s *Server) answer(w http.ResponseWriter, openAI bool, p sim.Prompt, o sim.Options) (*sim.Answer, bool) {
-	if err := s.cfg.Model.Check(p, o); err != nil {
+func (s *Server) answer(w http.ResponseWriter, openAI bool, p *sim.Prompt, o sim.Options) (*sim.Answer, bool) {
+	if err := s.render(p); err != nil {
 		s.badRequest(w, openAI, err.Error())
 		return nil, false
 	}
-	return s.cfg.Model.Answer(p, o), true
+	if err := s.cfg.Model.Check(*p, o); err != nil {
+		s.badRequest(w, openAI, err.Error())
+		return nil, false
+	}
+	return s.cfg.Model.Answer(*p, o), true
+}
+
+// render counts p's tokens as a server of the real model does when it was
+// given one (Config.Template): a chat prompt through the model's template,
+// a text prompt encoded; token ids are taken as sent.
+func (s *Server) render(p *sim.Prompt) error {
+	t := s.cfg.Template
+	switch {
+	case t == nil || len(p.IDs) > 0:
+	case len(p.Messages) > 0:
+		ids, err := t.PromptIDs(p.Messages, p.Tools)
+		if err != nil {
+			return fmt.Errorf("chat template: %w", err)
+		}
+		p.Rendered = ids
+	default:
+		p.Rendered = t.Tokens(p.Text)
+	}
+	return nil
 }
 
 // produce runs an answer's n tokens out at the configured speed, calling

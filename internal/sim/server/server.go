@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
 // Reasoning formats of the OpenAI chat route, as different servers send
@@ -27,6 +28,11 @@ const (
 // Config shapes a Server. Zero fields take the documented defaults.
 type Config struct {
 	Model *sim.Model
+	// Template, when set, is a real model's tokenizer and chat template:
+	// prompts are counted (prompt_tokens, return_token_ids) as a server of
+	// that model counts them, so a client's tokenize stage with the same
+	// model agrees with the server; nil counts sim tokens.
+	Template *chat.Template
 	// Name is the served model name ("sim").
 	Name string
 	// Speed is decode tokens per second per sequence; 0 answers at once.

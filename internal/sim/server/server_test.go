@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
 func start(t *testing.T, cfg Config) (*Server, string) {
@@ -305,5 +308,92 @@ func TestServer_Metrics(t *testing.T) {
 		if v, ok := got[name]; !ok || v != want {
 			t.Errorf("%s = %v (present %t); want %v\n%s", name, v, ok, want, body)
 		}
+	}
+}
+
+// TestServer_CountsPromptsAsTheModel: with a real model's tokenizer and
+// template (sim-server -tokenizer) the server reports the prompt tokens
+// that model's server would, the tools and tool calls rendered by its
+// template, on chat (prompt_tokens and return_token_ids) and on a text
+// completion; without one it counts sim tokens, tools' template text
+// included, and never below what the messages alone count. The answer is
+// the same either way.
+func TestServer_CountsPromptsAsTheModel(t *testing.T) {
+	tok, err := tokenizer.Load("../../tokenizer/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.New(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []conv.Message{
+		{Role: conv.User, Content: "What is the weather in Paris? Answer in 0100000000000000000000000 words."},
+		{Role: conv.Assistant, ToolCalls: []conv.ToolCall{{ID: "c1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}}},
+		{Role: conv.Tool, ToolCallID: "c1", Content: `{"temp": 21}`},
+	}
+	tools := []conv.ToolDef{{Name: "get_weather", Description: "Weather of a city.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
+	want, err := tmpl.PromptIDs(msgs, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sim.New(sim.Config{Seed: 1, MeanTokens: 40})
+	chatOf := func(url string) (int, []int, string) {
+		var out struct {
+			PromptTokenIDs []int `json:"prompt_token_ids"`
+			Choices        []struct {
+				Message struct{ Content string }
+			}
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			}
+		}
+		// The messages as OpenAI's API writes them.
+		wire := []any{
+			map[string]any{"role": "user", "content": msgs[0].Content},
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
+				"function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "content": msgs[2].Content},
+		}
+		resp := post(t, url+"/v1/chat/completions", map[string]any{"messages": wire, "tools": []any{
+			map[string]any{"type": "function", "function": tools[0]}}, "max_tokens": 50, "return_token_ids": true})
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Choices) != 1 {
+			t.Fatalf("chat: %v %+v", err, out)
+		}
+		return out.Usage.PromptTokens, out.PromptTokenIDs, out.Choices[0].Message.Content
+	}
+
+	_, url := start(t, Config{Model: m, Template: tmpl})
+	n, ids, real := chatOf(url)
+	if n != len(want) || !slices.Equal(ids, want) {
+		t.Errorf("with the model's tokenizer: prompt_tokens %d, %d ids; want the template's %d", n, len(ids), len(want))
+	}
+	var text struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		}
+	}
+	resp := post(t, url+"/v1/completions", map[string]any{"prompt": "Hello there, Paris.", "max_tokens": 5})
+	if err := json.NewDecoder(resp.Body).Decode(&text); err != nil {
+		t.Fatal(err)
+	}
+	if w := len(tmpl.Tokens("Hello there, Paris.")); text.Usage.PromptTokens != w {
+		t.Errorf("text completion: prompt_tokens %d; want the tokenizer's %d", text.Usage.PromptTokens, w)
+	}
+
+	_, url = start(t, Config{Model: m})
+	n, ids, simAnswer := chatOf(url)
+	bare := 3
+	for _, msg := range msgs {
+		bare += 4 + sim.Count(msg.Content)
+	}
+	// A template writes a preamble of some 70 sim tokens around the tools,
+	// each tool's JSON (45) and the call's tags and JSON (20).
+	if n != len(ids) || n-bare < 120 {
+		t.Errorf("sim tokens: prompt_tokens %d, %d ids; want as many ids, and the tools and calls as a template writes them, over 120 more than the messages' %d", n, len(ids), bare)
+	}
+	if simAnswer != real {
+		t.Errorf("the answer changed with the tokenizer: %q, %q", real, simAnswer)
 	}
 }
