@@ -100,7 +100,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		}
 		gen, err := g.ask(ctx, req, tl)
 		if err == nil {
-			err = truncatedPrompt(gen, sentTokens(rec, msgs, ids, steps), g.ep.spec.Name)
+			err = g.ep.truncatedPrompt(gen, sentTokens(rec, msgs, ids, steps))
 		}
 		if err == nil {
 			g.recount(gen)

@@ -55,6 +55,7 @@ func (e *endpoint) downFor() time.Duration {
 // its URLs going out of service and coming back.
 func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*endpoint, error) {
 	e := &endpoint{spec: ep, concurrency: ep.Concurrency.N, meanTokens: 1000}
+	e.guard.logf = logf
 	server := pool.Server{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model}
 	if len(ep.URLs) > 0 {
 		var err error

@@ -43,6 +43,13 @@ type guard struct {
 	answered bool   // a request has succeeded
 	last400  string // the message of the 400s in a row so far
 	same400  int
+	// longest is, per URL, the most prompt tokens the server has said it
+	// read of one prompt: its context holds at least that many.
+	longest map[string]int
+	// miscounts is set once the endpoint has been found counting prompts
+	// otherwise than the tokenize stage (and the run told so).
+	miscounts bool
+	logf      func(string, ...any)
 }
 
 // probe checks once per run, before the first request, that the server
@@ -93,18 +100,42 @@ func (e *endpoint) observe(err error, be *backend.Error) {
 // prompt tokens than were sent: it cut the prompt to its context (ollama
 // does, silently, and answers 200), so the answer is to another prompt and
 // must not be stored as one to this. A few tokens' difference is left to
-// chat templates that differ slightly between eaglet and the server.
-func truncatedPrompt(gen *conv.Generation, sent int, epName string) error {
+// chat templates that differ slightly between eaglet and the server. A
+// prompt no longer than one the same server has read whole fits its
+// context, so reading fewer of it is the server counting with another
+// tokenizer or template than the tokenize stage's: the answer is kept and
+// the run told once, as the handoff's ids come from that tokenizer.
+func (e *endpoint) truncatedPrompt(gen *conv.Generation, sent int) error {
 	if sent == 0 || gen.PromptTokens == 0 {
 		return nil
+	}
+	url := ""
+	if gen.Timing != nil {
+		url = gen.Timing.URL
+	}
+	g := &e.guard
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	longest := g.longest[url]
+	if gen.PromptTokens > longest {
+		if g.longest == nil {
+			g.longest = map[string]int{}
+		}
+		g.longest[url] = gen.PromptTokens
 	}
 	short := sent - gen.PromptTokens
 	if short <= 16 || short*20 <= sent {
 		return nil
 	}
-	// The count sent stays out of the message, so that status groups the
-	// records a server cut to one context under one reason.
-	return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens, fewer than were sent, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx; vLLM: --max-model-len), or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:)", gen.PromptTokens, epName)}
+	if sent <= longest {
+		if !g.miscounts && g.logf != nil {
+			g.logf("endpoint %s counts prompts otherwise than the tokenize stage: it read %d tokens of a prompt counted as %d, and %d of another, so it did not cut this one to its context; answers are kept, but check that the tokenize stage's tokenizer and chat template are the served model's (the handoff's token ids come from them; eaglet sim-server counts with its own)",
+				e.spec.Name, gen.PromptTokens, sent, longest)
+		}
+		g.miscounts = true
+		return nil
+	}
+	return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens, fewer than were sent, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx; vLLM: --max-model-len), or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:); if the server never cuts prompts (vLLM and SGLang refuse long ones), it counts with another tokenizer or chat template than the tokenize stage's: point tokenize at the served model", gen.PromptTokens, e.spec.Name)}
 }
 
 // sentTokens is how many prompt tokens a request sent, when eaglet knows
