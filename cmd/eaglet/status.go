@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -176,19 +177,112 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 	}
 }
 
+// maxReasons is how many lines of reasons an instance shows; the rest are
+// summed in one line (status --json lists every one).
+const maxReasons = 10
+
+// reasonList writes an instance's reasons, most records first. Reasons that
+// differ only in their numbers (a server's message naming each prompt's
+// length) are one line, each number that differs shown as its range, so a
+// hundred records failing alike read as one.
 func reasonList(prefix string, m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	type group struct {
+		n     int
+		parts []string // the first reason cut at its numbers: text, number, text, ...
+		lo    []int    // per number: the least and greatest seen
+		hi    []int
 	}
-	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || (m[keys[i]] == m[keys[j]] && keys[i] < keys[j]) })
+	groups := map[string]*group{}
+	var order []string
+	for k, n := range m {
+		parts := splitNumbers(k)
+		shape := strings.Join(textParts(parts), "#")
+		g, ok := groups[shape]
+		if !ok {
+			g = &group{parts: parts, lo: make([]int, len(parts)/2), hi: make([]int, len(parts)/2)}
+			for i := range g.lo {
+				g.lo[i], _ = strconv.Atoi(parts[2*i+1])
+				g.hi[i] = g.lo[i]
+			}
+			groups[shape] = g
+			order = append(order, shape)
+		} else if k < strings.Join(g.parts, "") { // a stable first reason, whatever the map's order
+			g.parts = parts
+		}
+		g.n += n
+		for i := range g.lo {
+			v, _ := strconv.Atoi(parts[2*i+1])
+			g.lo[i], g.hi[i] = min(g.lo[i], v), max(g.hi[i], v)
+		}
+	}
+	lines := make([]string, 0, len(order))
+	counts := map[string]int{}
+	for _, shape := range order {
+		g := groups[shape]
+		parts := append([]string(nil), g.parts...)
+		for i := range g.lo {
+			if g.lo[i] != g.hi[i] {
+				parts[2*i+1] = fmt.Sprintf("%d-%d", g.lo[i], g.hi[i])
+			}
+		}
+		line := strings.Join(parts, "")
+		lines = append(lines, line)
+		counts[line] = g.n
+	}
+	sort.Slice(lines, func(i, j int) bool {
+		return counts[lines[i]] > counts[lines[j]] || (counts[lines[i]] == counts[lines[j]] && lines[i] < lines[j])
+	})
 	var out []string
-	for _, k := range keys {
-		line := fmt.Sprintf("%d × %s", m[k], k)
+	rest, restN := 0, 0
+	for i, l := range lines {
+		if i >= maxReasons && len(lines) > maxReasons+1 {
+			rest, restN = rest+1, restN+counts[l]
+			continue
+		}
+		line := fmt.Sprintf("%d × %s", counts[l], l)
 		if prefix != "" {
 			line = prefix + ": " + line
 		}
 		out = append(out, line)
+	}
+	if rest > 0 {
+		out = append(out, fmt.Sprintf("%d more reasons, %s (status --json lists each)", rest, engine.Plural(restN, "record")))
+	}
+	return out
+}
+
+// splitNumbers cuts s into text and numbers, alternately, starting and
+// ending with text (maybe empty). A number is a run of digits standing
+// alone: the 2 of bench2.jsonl is part of a name.
+func splitNumbers(s string) []string {
+	var parts []string
+	text := 0
+	for i := 0; i < len(s); {
+		if !isDigit(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if (i == 0 || !isLetter(s[i-1])) && (j == len(s) || !isLetter(s[j])) {
+			parts = append(parts, s[text:i], s[i:j])
+			text = j
+		}
+		i = j
+	}
+	return append(parts, s[text:])
+}
+
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+func isLetter(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// textParts is the text between the numbers of parts from splitNumbers.
+func textParts(parts []string) []string {
+	out := make([]string, 0, len(parts)/2+1)
+	for i := 0; i < len(parts); i += 2 {
+		out = append(out, parts[i])
 	}
 	return out
 }
