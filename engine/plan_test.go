@@ -127,18 +127,23 @@ func TestPlan_RaisedCapCountsNewWorkOnce(t *testing.T) {
 	runSpec(t, writeSpec(t, dir, map[string]string{"keep": "true"}))
 	before := planByID(t, writeSpec(t, dir, map[string]string{"keep": "true"}))
 	after := planByID(t, writeSpec(t, dir, map[string]string{"keep": "true", "cap": "80"}))
-	// 30 more chat records at est_completion_tokens 300; code has no
-	// estimate, so the mean of its 50 answers so far stands in (not the
-	// sim's mean_tokens 120, a guess made before anything ran).
-	codeSoFar := before["generate[code]"].Estimate
-	if codeSoFar.Records != 50 {
-		t.Fatalf("generate[code] holds %d answers; want 50", codeSoFar.Records)
+	// 30 more records each, priced at the mean of the 50 answers so far:
+	// not chat's est_completion_tokens 300 nor, for code, which has no
+	// estimate, the sim's mean_tokens 120, guesses made before anything ran.
+	mean := func(id string, guesses ...int64) int64 {
+		soFar := before[id].Estimate
+		if soFar.Records != 50 {
+			t.Fatalf("%s holds %d answers; want 50", id, soFar.Records)
+		}
+		m := (soFar.CompletionTokens + 25) / 50
+		for _, g := range guesses {
+			if m == g {
+				t.Fatalf("%s's answers average the guess %d: the test cannot tell which priced the new records", id, g)
+			}
+		}
+		return m
 	}
-	mean := (codeSoFar.CompletionTokens + 25) / 50
-	if mean == 120 {
-		t.Fatal("code's answers average the sim's mean_tokens: the test cannot tell which priced the new records")
-	}
-	newChat, newCode := int64(30*300), 30*mean
+	newChat, newCode := 30*mean("generate[chat]", 300, 120), 30*mean("generate[code]", 120)
 	tests := []struct {
 		id                string
 		records           int

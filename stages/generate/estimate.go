@@ -10,8 +10,8 @@ import (
 )
 
 // Estimate predicts tokens, time and cost from the expected answer length
-// (the dataset's est_completion_tokens, else the mean of the answers this
-// instance has so far, else the endpoint's default), the endpoint's
+// (the mean of the answers this instance has so far, else the dataset's
+// est_completion_tokens, else the endpoint's default: expectedTokens), the endpoint's
 // throughput and its price. It leaves a budget to the plan, saying what is
 // left of it and what the records would spend: a stage-wide budget is
 // shared with the other datasets' estimates.
@@ -110,17 +110,25 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	return out, nil
 }
 
+// measured is how many live answers make their mean a better estimate of
+// the records left than the spec's est_completion_tokens, a guess written
+// before any ran.
+const measured = 20
+
 // expectedTokens is the completion tokens a record left is expected to
-// take: what the spec says of the dataset, else the mean of this
-// instance's live answers (a raised cap's new records are priced as the
-// first ones ran, not at the endpoint's default), else of its answers
-// before an option changed (a new temperature redoes every record, at
-// about the lengths they had), else that default; at most max_tokens.
-// guessed says the default stood in and the API does not know it either.
-// u is what the instance's answers have used so far.
+// take: the mean of this instance's live answers once there are measured
+// of them (a raised cap's new records are priced as the first ones ran),
+// else what the spec says of the dataset, else the mean of the fewer live
+// answers, else of its answers before an option changed (a new
+// temperature redoes every record, at about the lengths they had), else
+// the endpoint's default; at most max_tokens. guessed says the default
+// stood in and the API does not know it either. u is what the instance's
+// answers have used so far.
 func (g *Generate) expectedTokens(u stages.Usage) (per int, guessed bool) {
 	per, guessed = g.ep.meanTokens, !g.ep.knowsMean
 	switch {
+	case u.Records >= measured:
+		per, guessed = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1)), false
 	case g.ds != nil && g.ds.EstCompletionTokens > 0:
 		per, guessed = g.ds.EstCompletionTokens, false
 	case u.Records > 0:

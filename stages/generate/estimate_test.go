@@ -22,19 +22,23 @@ func TestEstimate_PricedFromAnswersSoFar(t *testing.T) {
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 4, MeanTokens: 150, Sigma: 0.5})})
 	dir := t.TempDir()
 	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 200)
-	spec := func(cap int, temperature float64) string {
+	spec := func(cap int, temperature float64, est ...int) string {
+		estimate := ""
+		if len(est) > 0 {
+			estimate = fmt.Sprintf(", est_completion_tokens: %d", est[0])
+		}
 		return fmt.Sprintf(`version: 1
 name: estimate
 state: state.db
 datasets:
-  d: {source: prompts.jsonl}
+  d: {source: prompts.jsonl%s}
 endpoints:
   e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8, price: {input: 1, output: 2}}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: %d, seed: 1}}
   - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 2000, temperature: %v, budget: {completion_tokens: 40000}}}
-`, srv.URL, cap, temperature)
+`, estimate, srv.URL, cap, temperature)
 	}
 	plan := func(s string) (records int, tokens, prompt int64, action string) {
 		t.Helper()
@@ -75,6 +79,8 @@ stages:
 	}{
 		{"raised cap", spec(100, 0.5), 100, 40},
 		{"changed temperature", spec(60, 0.9), 60, 60},
+		// 60 answers measured beat the spec's guess.
+		{"raised cap, est_completion_tokens in the spec", spec(100, 0.5, 1000), 100, 40},
 	}
 	// The raised cap's 40 new prompts are priced at the server's count of
 	// the first 60's.
