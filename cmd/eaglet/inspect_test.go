@@ -35,7 +35,7 @@ func TestInspect_ListsEveryProblem(t *testing.T) {
 		"roles      system 1, user 2, assistant 1",
 		"tools      f (1)",
 		"1 tool call, 0 messages with reasoning, 0 records with turns",
-		p + ":2: row is not valid JSON",
+		p + ":2:42: row is not valid JSON (unexpected end of JSON input)",
 		p + ":3: messages: conversation has no user message",
 		`"content": "again"`,
 	} {

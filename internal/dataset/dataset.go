@@ -8,6 +8,7 @@
 package dataset
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,9 @@ type RowError struct {
 	Line int
 	// Index is the row's 0-based position in the file.
 	Index int
+	// Col is the 1-based byte column of the problem on Line, when a
+	// syntax error says where in the row it is; 0 otherwise.
+	Col int
 	// Kind is the short, stable category the skip counts are kept by.
 	Kind string
 	// Reason is the full explanation.
@@ -52,6 +56,25 @@ type RowError struct {
 	// stop marks an error the input cannot be read past (broken JSON
 	// inside one document): skipping does not apply.
 	stop bool
+	// at is the syntax error's offset in the row (json.SyntaxError's:
+	// the bad byte is the at-th); 0 when not known.
+	at int64
+}
+
+// place puts the error at its row's line, then, when a syntax error says
+// where in the row it is, at that byte's own line and column.
+func (e *RowError) place(v value) {
+	e.Line = v.line
+	if e.at <= 0 || e.at > int64(len(v.raw)) || v.line == 0 {
+		return
+	}
+	before := v.raw[:e.at-1]
+	if nl := bytes.LastIndexByte(before, '\n'); nl >= 0 {
+		e.Line += bytes.Count(before, []byte{'\n'})
+		e.Col = len(before) - nl
+	} else if v.col > 0 {
+		e.Col = v.col + len(before)
+	}
 }
 
 // Fatal reports whether the input cannot be read past this error. After a
@@ -60,6 +83,9 @@ type RowError struct {
 func (e *RowError) Fatal() bool { return e.stop }
 
 func (e *RowError) Error() string {
+	if e.Line > 0 && e.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Reason)
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason)
 	}
@@ -154,7 +180,8 @@ func (r *Reader) Next() (*conv.Record, error) {
 		index := r.index
 		r.index++
 		if rerr != nil {
-			rerr.File, rerr.Line, rerr.Index = r.path, v.line, index
+			rerr.File, rerr.Index = r.path, index
+			rerr.place(v)
 			if r.opts.OnError == OnErrorSkip {
 				r.skipped[rerr.Kind]++
 				continue

@@ -3,6 +3,7 @@ package dataset
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -130,7 +131,12 @@ func jsonKind(raw []byte) string {
 }
 
 func invalidJSON(err error) *RowError {
-	return rowErr("invalid JSON", "row is not valid JSON (%v); fix or remove it", err)
+	re := rowErr("invalid JSON", "row is not valid JSON (%v); fix or remove it", err)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		re.at = se.Offset
+	}
+	return re
 }
 
 func rowErr(kind, format string, args ...any) *RowError {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -20,6 +21,9 @@ import (
 type value struct {
 	raw  []byte
 	line int
+	// col is the 1-based byte column where raw starts on line; 0 when not
+	// known.
+	col int
 }
 
 // source yields the raw rows of a file, whatever its container.
@@ -112,7 +116,7 @@ func openText(br *bufio.Reader, suffix string, c io.Closer) (source, error) {
 			continue
 		}
 		if json.Valid(t) || (t[0] == '{' && t[len(t)-1] == '}') {
-			return &lineSource{lr: lr, c: c, suffix: suffix, first: append([]byte(nil), t...), firstLine: lr.n}, nil
+			return &lineSource{lr: lr, c: c, suffix: suffix, first: append([]byte(nil), t...), firstLine: lr.n, firstCol: startCol(line)}, nil
 		}
 		rest := io.MultiReader(bytes.NewReader(consumed.Bytes()), br)
 		return newDocSource(rest, t[0], suffix, c), nil
@@ -159,11 +163,18 @@ type lineSource struct {
 	suffix    string
 	first     []byte // the line openText read to decide the mode
 	firstLine int
+	firstCol  int
+}
+
+// startCol is the 1-based column where line's text starts, past its
+// leading white space.
+func startCol(line []byte) int {
+	return 1 + len(line) - len(bytes.TrimLeftFunc(line, unicode.IsSpace))
 }
 
 func (s *lineSource) next() (value, error) {
 	if s.first != nil {
-		v := value{raw: s.first, line: s.firstLine}
+		v := value{raw: s.first, line: s.firstLine, col: s.firstCol}
 		s.first = nil
 		return s.check(v)
 	}
@@ -178,7 +189,7 @@ func (s *lineSource) next() (value, error) {
 		}
 		// The line reader's buffer, not a copy: copying every line was
 		// a fifth of a load's allocation.
-		return s.check(value{raw: t, line: s.lr.n})
+		return s.check(value{raw: t, line: s.lr.n, col: startCol(line)})
 	}
 }
 
@@ -188,7 +199,7 @@ func (s *lineSource) check(v value) (value, error) {
 	if v.raw[0] != '{' && !json.Valid(v.raw) {
 		var x json.RawMessage
 		re := invalidJSON(json.Unmarshal(v.raw, &x))
-		re.Line = v.line
+		re.place(v)
 		return value{}, re
 	}
 	return v, nil
