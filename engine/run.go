@@ -273,8 +273,19 @@ func (r *runner) fail(n *Node, err error) *Result {
 		prev.Status, prev.Error = state.StatusFailed, msg
 		r.store.PutInstance(prev)
 	}
-	return &Result{Node: n, Action: "failed", Err: errors.New(r.p.Spec.Redact(r.p.instanceError(n, err).Error()))}
+	return &Result{Node: n, Action: "failed", Err: &redacted{r.p.Spec.Redact(r.p.instanceError(n, err).Error()), err}}
 }
+
+// redacted is an error whose text has the spec's secrets scrubbed. It
+// unwraps to its cause, so a caller can still tell what happened (a full
+// disk: state.DiskFull); what is printed is the scrubbed text.
+type redacted struct {
+	msg   string
+	cause error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.cause }
 
 // markRunning saves the instance as running under its new fingerprint, so
 // status tells a killed run's work apart from work never started and the

@@ -5,6 +5,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"syscall"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // rawWriter runs the writes that bind thousands of values at a time (a
@@ -52,16 +55,37 @@ func (s *Store) rawTx(fn func(w *rawWriter) error) error {
 			return err
 		}
 		if err := fn(s.raw); err != nil {
-			if rbErr := tx.Rollback(); rbErr != nil {
+			if rbErr := rollback(dc, tx); rbErr != nil {
 				return errors.Join(err, rbErr, driver.ErrBadConn)
 			}
 			return err
 		}
 		if err := tx.Commit(); err != nil {
-			return errors.Join(err, tx.Rollback())
+			return errors.Join(err, rollback(dc, tx))
 		}
 		return nil
 	})
+}
+
+// rollback ends a failed transaction. SQLite has already rolled back one
+// whose statement found the disk full (the connection is back in
+// autocommit mode), and "cannot rollback - no transaction is active"
+// beside "database or disk is full" only hid the cause.
+func rollback(dc any, tx driver.Tx) error {
+	err := tx.Rollback()
+	if ac, ok := dc.(interface{ AutoCommit() bool }); ok && err != nil && ac.AutoCommit() {
+		return nil
+	}
+	return err
+}
+
+// DiskFull reports whether err is a write that found the disk full:
+// SQLite's "database or disk is full", or a file's "no space left on
+// device". What was committed before stays, and a run after space is
+// freed goes on from there.
+func DiskFull(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrFull || errors.Is(err, syscall.ENOSPC)
 }
 
 // add appends one argument; values are driver values (string, int64,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/state"
 )
 
 func init() {
@@ -84,7 +85,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted; run again to continue where it stopped")}
 	}
 	if err != nil {
-		return err
+		return withDiskHint(err, results, p.Spec.State)
 	}
 	failed := 0
 	for _, r := range results {
@@ -94,6 +95,15 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		return &exitError{code: exitFailure, err: fmt.Errorf("%s failed (see `eaglet status`); run again to retry them", engine.Plural(failed, "record"))}
 	}
 	return nil
+}
+
+// withDiskHint adds what to do to a run's error when an instance stopped
+// on a full disk: nothing committed is lost, and the next run goes on.
+func withDiskHint(err error, results []*engine.Result, statePath string) error {
+	if !slices.ContainsFunc(results, func(r *engine.Result) bool { return state.DiskFull(r.Err) }) {
+		return err
+	}
+	return fmt.Errorf("%w\nthe disk is full: free space where the state store (%s) and the outputs are, then run again; what was committed is kept and the run goes on from there", err, statePath)
 }
 
 func ran(results []*engine.Result) bool {
