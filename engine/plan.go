@@ -473,7 +473,15 @@ func configDiff(old, cur string) string {
 			continue
 		}
 		if k == "external" {
-			diffs = append(diffs, "input file or model changed")
+			// A kind's own fingerprint, when it is a JSON object, says
+			// what in it changed; a bare hash does not.
+			x, _ := a[k].(string)
+			y, _ := b[k].(string)
+			if d := configDiff(x, y); d != "configuration changed" {
+				diffs = append(diffs, d)
+			} else {
+				diffs = append(diffs, "input file or model changed")
+			}
 			continue
 		}
 		diffs = append(diffs, fmt.Sprintf("%s %s -> %s", k, show(a[k]), show(b[k])))

@@ -6,6 +6,7 @@ package handoff
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -266,12 +267,25 @@ func (h *Handoff) Start() error {
 	return h.loadErr
 }
 
-// Fingerprint names the tokenizer and template: other ones make other rows.
+// Fingerprint names the tokenizer and template, and the sampling, endpoint
+// and model of the generate stage upstream: other ones make other rows,
+// since each row's metadata says how it was generated, and a changed
+// temperature whose answers came back the same (greedy decoding, a
+// deterministic server) must still rewrite it.
 func (h *Handoff) Fingerprint() (string, error) {
-	if len(h.paths) == 0 {
-		return "", nil
+	var fp struct {
+		Tokenizer string `json:"tokenizer,omitempty"`
+		genInfo
 	}
-	return tokenizer.FilesHash(h.paths...)
+	if len(h.paths) > 0 {
+		var err error
+		if fp.Tokenizer, err = tokenizer.FilesHash(h.paths...); err != nil {
+			return "", err
+		}
+	}
+	fp.genInfo = h.generation()
+	b, err := json.Marshal(fp)
+	return string(b), err
 }
 
 // Run keeps every record that yields at least one row the trainer can

@@ -63,13 +63,14 @@ type speculatorsRow struct {
 	InputIDs  []int  `json:"input_ids"`
 	LossMask  []int  `json:"loss_mask"`
 	Metadata  struct {
-		Dataset      string `json:"dataset"`
-		SourceID     string `json:"source_id"`
-		Key          string `json:"key"`
-		Turn         int    `json:"turn"`
-		FinishReason string `json:"finish_reason"`
-		IDsFrom      string `json:"ids_from"`
-		PromptCheck  string `json:"prompt_check"`
+		Dataset      string         `json:"dataset"`
+		SourceID     string         `json:"source_id"`
+		Key          string         `json:"key"`
+		Turn         int            `json:"turn"`
+		FinishReason string         `json:"finish_reason"`
+		IDsFrom      string         `json:"ids_from"`
+		PromptCheck  string         `json:"prompt_check"`
+		Sampling     map[string]any `json:"sampling"`
 	} `json:"metadata"`
 }
 

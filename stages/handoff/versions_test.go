@@ -158,3 +158,35 @@ func median(xs []int) int {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestHandoff_SamplingIsPartOfTheRows: rows say how they were generated,
+// so a changed temperature rewrites them even when the answers come back
+// the same (the in-process sim ignores temperature, as greedy decoding or
+// a deterministic server would), and plan says why.
+func TestHandoff_SamplingIsPartOfTheRows(t *testing.T) {
+	tokDir, _ := qwen3(t)
+	dir := workdir(t)
+	spec := func(temperature float64) string {
+		return strings.Replace(versionSpec(tokDir, 6, 0, "drop"), "with: {max_tokens: 300}",
+			fmt.Sprintf("with: {max_tokens: 300, temperature: %v}", temperature), 1)
+	}
+	temperatures := func() []float64 {
+		var out []float64
+		for _, r := range readSpeculators(t, filepath.Join(dir, "out", current(t, dir))) {
+			out = append(out, r.Metadata.Sampling["temperature"].(float64))
+		}
+		return out
+	}
+	enginetest.OpenAndRun(t, dir, spec(0.6))
+	first := current(t, dir)
+	p, store := enginetest.Open(t, dir, spec(0.9))
+	for _, st := range p.Plan(store, nil) {
+		if st.Node.ID == "handoff" && !strings.HasPrefix(st.Action, `will rerun: sampling {"temperature":0.6} -> {"temperature":0.9} (`) {
+			t.Errorf("plan: handoff %q; want it to rerun for the sampling", st.Action)
+		}
+	}
+	enginetest.Run(t, p, store, nil)
+	if current(t, dir) == first || !slices.Equal(temperatures(), []float64{0.9, 0.9, 0.9, 0.9, 0.9, 0.9}) {
+		t.Errorf("after temperature 0.6 -> 0.9: version %s (was %s), rows' temperatures %v; want a new version at 0.9", current(t, dir), first, temperatures())
+	}
+}
