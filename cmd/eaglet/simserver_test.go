@@ -36,7 +36,8 @@ func TestSimServer_ServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		errc <- runSimServer(ctx, env, []string{"-addr", "127.0.0.1:0", "-api-key-env", "KEY", "-mean-tokens", "20"})
+		errc <- runSimServer(ctx, env, []string{"-addr", "127.0.0.1:0", "-api-key-env", "KEY", "-mean-tokens", "20",
+			"-tokenizer", "../../internal/tokenizer/testdata/qwen3"})
 	}()
 	addr := regexp.MustCompile(`http://[0-9.:]+`)
 	var url string
@@ -46,7 +47,8 @@ func TestSimServer_ServesUntilCancelled(t *testing.T) {
 	if url == "" {
 		t.Fatalf("no address in %q", stderr.String())
 	}
-	req, _ := http.NewRequest("POST", url+"/v1/completions", strings.NewReader(`{"prompt":"hi","max_tokens":50}`))
+	// Qwen3 reads ten digits as ten tokens, where sim tokens make one.
+	req, _ := http.NewRequest("POST", url+"/v1/completions", strings.NewReader(`{"prompt":"0123456789","max_tokens":50}`))
 	req.Header.Set("Authorization", "Bearer k")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -54,7 +56,7 @@ func TestSimServer_ServesUntilCancelled(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"text_completion"`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"text_completion"`) || !strings.Contains(string(body), `"prompt_tokens":10,`) {
 		t.Fatalf("status %d body %s", resp.StatusCode, body)
 	}
 	cancel()
@@ -65,7 +67,7 @@ func TestSimServer_ServesUntilCancelled(t *testing.T) {
 
 func TestSimServer_BadFlags(t *testing.T) {
 	env := &cmdEnv{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
-	for _, args := range [][]string{{"-nope"}, {"-fail-500", "0.7", "-fail-429", "0.5"}, {"-api-key-env", "MISSING"}, {"extra"}} {
+	for _, args := range [][]string{{"-nope"}, {"-fail-500", "0.7", "-fail-429", "0.5"}, {"-api-key-env", "MISSING"}, {"extra"}, {"-tokenizer", "/no/such/model"}} {
 		if code := simExitCode(runSimServer(context.Background(), env, args)); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
 		}
