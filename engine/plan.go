@@ -278,7 +278,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		if todo == 0 {
 			s.Action = "will recheck its input; no new records expected"
 		} else {
-			s.Action = fmt.Sprintf("will run after its input: about %d new records", todo)
+			s.Action = "will run after its input: about " + Plural(todo, "new record")
 		}
 	case upstreamRuns:
 		s.Action = "will run if its input changes"
