@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -464,14 +465,31 @@ func (s *Store) byKeyRange(inst string, fn func(tx *sql.Tx, from, to string) err
 	}
 }
 
-// upsertSQL inserts n rows in one statement: one cgo call per chunk rather
-// than per row is most of the store's write speed.
+// answerCols are the columns Commit binds for each row, after the
+// instance and the time, which every row of a commit shares (?1, ?2).
+const answerCols = `key, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok,
+	chash, in_chash, reused, requests, retries, dataset, finish, sent_ms, first_ms, done_ms, url`
+
+// answerRow is one row's parameters in answerInsertSQL and upsertSQL.
+const answerRow = "(?1, ?2, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+// answerInsertSQL inserts n outcomes for keys the instance holds no row
+// for, every column Commit stores. OR IGNORE, as batchInsertSQL, so the
+// statement cannot abort half-way and keeps no statement journal (no
+// column bound is ever NULL but data, which may be); Commit has made sure
+// no key is there.
+func answerInsertSQL(n int) string {
+	return `INSERT OR IGNORE INTO items (instance, updated, ` + answerCols + `) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(answerRow+",", n), ",")
+}
+
+// upsertSQL stores n outcomes over rows the instance may hold already,
+// counting the attempt. It may abort (a NOT NULL check of its update), so
+// SQLite keeps the pages it changes in a statement journal: Commit uses it
+// only for keys that are there.
 func upsertSQL(n int) string {
-	row := "(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	rows := strings.TrimSuffix(strings.Repeat(row+",", n), ",")
-	return `INSERT INTO items (instance, key, live, status, reason, fp, in_hash, out_hash, origin, data, ord, ptok, ctok, updated,
-	chash, in_chash, reused, requests, retries, dataset, finish, sent_ms, first_ms, done_ms, url)
-	VALUES ` + rows + `
+	return `INSERT INTO items (instance, updated, ` + answerCols + `) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(answerRow+",", n), ",") + `
 	ON CONFLICT (instance, key) DO UPDATE SET live = 1, status = excluded.status, reason = excluded.reason,
 	fp = excluded.fp, in_hash = excluded.in_hash, out_hash = excluded.out_hash, origin = excluded.origin,
 	data = excluded.data, ord = excluded.ord, ptok = excluded.ptok, ctok = excluded.ctok,
@@ -479,6 +497,11 @@ func upsertSQL(n int) string {
 	reused = excluded.reused, requests = excluded.requests, retries = excluded.retries, dataset = excluded.dataset,
 	finish = excluded.finish, sent_ms = excluded.sent_ms, first_ms = excluded.first_ms, done_ms = excluded.done_ms,
 	url = excluded.url`
+}
+
+// heldSQL names which of n keys an instance holds a row for.
+func heldSQL(n int) string {
+	return `SELECT key FROM items WHERE instance = ?1 AND key IN (` + placeholders(n) + `)`
 }
 
 // batchInsertSQL inserts n rows of a batch stage's output in one
@@ -501,47 +524,158 @@ func batchInsertSQL(n int) string {
 
 const chunk = 128
 
+// answerRows is how many outcomes one statement of Commit stores, as
+// outcomeRows for a pure stage's; a shorter rest is cut into statements
+// of powers of two rows (sized), each prepared once too, so no commit
+// prepares a statement of its own.
+const answerRows = 4 * chunk
+
+// sized calls stmt for consecutive runs of items, answerRows at a time and
+// then the rest in powers of two, largest first.
+func sized(items []Item, stmt func(run []Item) error) error {
+	for len(items) > 0 {
+		n := answerRows
+		for n > len(items) {
+			n /= 2
+		}
+		if err := stmt(items[:n]); err != nil {
+			return err
+		}
+		items = items[n:]
+	}
+	return nil
+}
+
 // Commit stores a batch of outcomes of an item stage in one transaction:
-// an outcome and its done mark are the same row, so a crash keeps both or neither.
+// an outcome and its done mark are the same row, so a crash keeps both or
+// neither. It first asks which keys the instance holds a row for (answers
+// for retried failures, or made again under other options): answers those
+// rows held are kept in the cache, and those rows are updated; every other
+// outcome is inserted by statements that cannot abort. A first run's
+// commits, all new keys, so keep no statement journal: with the upsert,
+// every commit wrote each page it changed a second time, to a temporary
+// file, more page writes than the WAL took. Rows are bound on the
+// writer's driver connection (rawWriter).
 func (s *Store) Commit(inst string, items []Item) error {
-	tx, err := s.w.Begin()
+	now := time.Now().UnixNano()
+	err := s.rawTx(func(w *rawWriter) error {
+		held, err := heldKeys(w, inst, items)
+		if err != nil {
+			return fmt.Errorf("look up rows: %w", err)
+		}
+		fresh, again := items, []Item(nil)
+		if held != nil {
+			fresh, again = nil, nil
+			for _, it := range items {
+				if held[it.Key] {
+					again = append(again, it)
+				} else {
+					// A key twice in one batch is stored as upserted in
+					// turn: inserted, then updated.
+					held[it.Key] = true
+					fresh = append(fresh, it)
+				}
+			}
+			if err := keepSuperseded(w, inst, again); err != nil {
+				return fmt.Errorf("keep superseded answers: %w", err)
+			}
+		}
+		if err := putAnswers(w, "insert answers", answerInsertSQL, inst, now, fresh); err != nil {
+			return err
+		}
+		return putAnswers(w, "upsert answers", upsertSQL, inst, now, again)
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("commit %s: %w", inst, err)
 	}
-	defer tx.Rollback()
-	if err := keepSuperseded(tx, inst, items); err != nil {
-		return err
+	return nil
+}
+
+// heldKeys returns which keys of items inst holds a row for, or nil when
+// it holds none of them and no key is there twice (a non-nil map, empty
+// if need be, makes Commit look for keys twice in the batch).
+func heldKeys(w *rawWriter, inst string, items []Item) (map[string]bool, error) {
+	var held map[string]bool
+	add := func(key string) {
+		if held == nil {
+			held = map[string]bool{}
+		}
+		held[key] = true
 	}
-	if err := s.putItems(tx, inst, items); err != nil {
-		return err
+	err := sized(items, func(run []Item) error {
+		w.add(inst)
+		for i := range run {
+			w.add(run[i].Key)
+		}
+		return w.query("held keys", heldSQL, len(run), true, func(row []driver.Value) error {
+			switch k := row[0].(type) {
+			case string:
+				add(k)
+			case []byte:
+				add(string(k))
+			default:
+				return fmt.Errorf("key of type %T", row[0])
+			}
+			return nil
+		})
+	})
+	if err != nil || held != nil {
+		return held, err
 	}
-	return tx.Commit()
+	// Duplicates are rare (a record settled twice in one batch), so they
+	// are looked for only when the store had none of the keys.
+	seen := make(map[string]struct{}, len(items))
+	for i := range items {
+		if _, ok := seen[items[i].Key]; ok {
+			return map[string]bool{}, nil
+		}
+		seen[items[i].Key] = struct{}{}
+	}
+	return nil, nil
+}
+
+// putAnswers stores items with statement sqlOf, in runs cut by sized.
+// Ints are bound as int64, as in every write.
+func putAnswers(w *rawWriter, name string, sqlOf func(n int) string, inst string, now int64, items []Item) error {
+	return sized(items, func(run []Item) error {
+		w.add(inst, now)
+		for i := range run {
+			it := &run[i]
+			reused := int64(0)
+			if it.Reused {
+				reused = 1
+			}
+			w.add(it.Key, int64(it.Status), it.Reason, it.FP, it.InHash, it.OutHash, it.Origin, it.Data, int64(it.Ord),
+				int64(it.PromptTokens), int64(it.CompletionTokens), it.Chash, it.InChash, reused, int64(it.Requests),
+				it.Retries, it.Dataset, it.Finish, it.Sent, it.FirstToken, it.Finished, it.URL)
+		}
+		return w.run(name, sqlOf, len(run), true)
+	})
 }
 
 // keepSuperseded copies into the cache the answers that items are about to
 // replace with an answer under another fingerprint or to another input, so
 // that setting an option back (temperature 0.9 -> 0.8 -> 0.9) finds them.
 // Only costly outcomes (InChash set) are kept.
-func keepSuperseded(tx *sql.Tx, inst string, items []Item) error {
-	for len(items) > 0 {
-		n := min(len(items), chunk)
-		var keys, chashes []any
-		fp := ""
-		for _, it := range items[:n] {
-			if it.InChash != "" {
-				keys, chashes, fp = append(keys, it.Key), append(chashes, it.InChash), it.FP
-			}
-		}
-		items = items[n:]
-		if len(keys) == 0 {
-			continue
-		}
-		q := supersededSQL(len(keys))
-		if _, err := tx.Exec(q, append(append(append([]any{inst}, keys...), fp), chashes...)...); err != nil {
-			return fmt.Errorf("commit %s: keep superseded answers: %w", inst, err)
+func keepSuperseded(w *rawWriter, inst string, items []Item) error {
+	var costly []Item
+	for _, it := range items {
+		if it.InChash != "" {
+			costly = append(costly, it)
 		}
 	}
-	return nil
+	return sized(costly, func(run []Item) error {
+		// One batch shares one fingerprint.
+		w.add(inst)
+		for i := range run {
+			w.add(run[i].Key)
+		}
+		w.add(run[len(run)-1].FP)
+		for i := range run {
+			w.add(run[i].InChash)
+		}
+		return w.run("keep superseded", supersededSQL, len(run), true)
+	})
 }
 
 // supersededSQL copies to the cache the answers of n keys of an instance
@@ -634,57 +768,6 @@ func (s *Store) ReusableAmong(ctx context.Context, fp string, chashes []string) 
 		chashes = chashes[n:]
 	}
 	return found, nil
-}
-
-func (s *Store) putItems(tx *sql.Tx, inst string, items []Item) error {
-	now := time.Now().UnixNano()
-	vals := make([]any, 0, chunk*24)
-	for len(items) > 0 {
-		n := min(len(items), chunk)
-		vals = vals[:0]
-		for _, it := range items[:n] {
-			vals = append(vals, inst, it.Key, int64(it.Status), it.Reason, it.FP, it.InHash, it.OutHash, it.Origin,
-				it.Data, int64(it.Ord), int64(it.PromptTokens), int64(it.CompletionTokens), now, it.Chash, it.InChash, it.Reused,
-				int64(it.Requests), it.Retries,
-				it.Dataset, it.Finish, it.Sent, it.FirstToken, it.Finished, it.URL)
-		}
-		var err error
-		if n == chunk {
-			err = closed(tx.Stmt(s.upsert).Query(vals...))
-		} else {
-			err = closed(tx.Query(upsertSQL(n), vals...))
-		}
-		if err != nil {
-			return fmt.Errorf("commit %s: %w", inst, err)
-		}
-		items = items[n:]
-	}
-	return nil
-}
-
-// closed finishes a write run through Query rather than Exec: the driver
-// binds every argument and takes the statement's step in one call into C
-// through Query, where Exec crosses into C once per argument; binding a
-// row's 12 values one call at a time was a fifth of writing it.
-func closed(rows *sql.Rows, err error) error {
-	if err != nil {
-		return err
-	}
-	return rows.Close()
-}
-
-// prepareUpserts prepares upsertSQL(chunk) once on the writer, when the
-// store opens (the raw writer prepares its own statements on first use):
-// preparing the upsert's 3,000
-// parameters in every transaction was 5% of a pipeline's CPU. A
-// transaction uses them through tx.Stmt, which finds them prepared on the
-// writer's one connection (and prepares them again on a new one).
-// Preparing later, with the connection held by a transaction, would wait
-// for it forever.
-func (s *Store) prepareUpserts() error {
-	var err error
-	s.upsert, err = s.w.Prepare(upsertSQL(chunk))
-	return err
 }
 
 // putBatch inserts records of a batch stage's output, batchRows to a

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"syscall"
 
 	"github.com/mattn/go-sqlite3"
@@ -18,8 +19,8 @@ import (
 // bind are the same.
 type rawWriter struct {
 	conn driver.Conn
-	// stmts are the statements of full chunks, prepared once on conn, by name.
-	stmts map[string]driver.Stmt
+	// stmts are the statements kept prepared on conn, by name and rows.
+	stmts map[stmtKey]driver.Stmt
 	// args is the argument list of the statement being built, reused.
 	args []driver.NamedValue
 }
@@ -44,7 +45,7 @@ func (s *Store) rawTx(fn func(w *rawWriter) error) error {
 			if !ok {
 				return fmt.Errorf("driver connection %T", dc)
 			}
-			s.raw = &rawWriter{conn: conn, stmts: map[string]driver.Stmt{}}
+			s.raw = &rawWriter{conn: conn, stmts: map[stmtKey]driver.Stmt{}}
 		}
 		begin, ok := dc.(driver.ConnBeginTx)
 		if !ok {
@@ -96,21 +97,38 @@ func (w *rawWriter) add(vals ...driver.Value) {
 	}
 }
 
+// stmtKey names a statement kept prepared: what it does and how many
+// rows it takes.
+type stmtKey struct {
+	name string
+	n    int
+}
+
 // run runs the statement sqlOf(n) with the arguments added since the
 // last run, through Query, which binds them and takes the statement's step
-// in one call into C (closed says why). A statement of a full chunk
-// (keep) is prepared once and kept under name; any other, a tail, is
-// prepared for this run alone.
+// in one call into C, where Exec crosses into C once per argument (binding
+// a row's 12 values one call at a time was a fifth of writing it). A statement kept (keep: a full
+// chunk, or one of the few sizes a caller cuts its tails into) is prepared
+// once and kept under name and n; any other is prepared for this run
+// alone.
 func (w *rawWriter) run(name string, sqlOf func(n int) string, n int, keep bool) error {
+	return w.query(name, sqlOf, n, keep, nil)
+}
+
+// query runs a statement as run does and calls row, when not nil, with
+// each row it returns (the values are the driver's, valid until the next
+// call).
+func (w *rawWriter) query(name string, sqlOf func(n int) string, n int, keep bool, row func([]driver.Value) error) error {
 	defer func() { w.args = w.args[:0] }()
-	st := w.stmts[name]
+	key := stmtKey{name, n}
+	st := w.stmts[key]
 	if !keep || st == nil {
 		var err error
 		if st, err = w.conn.Prepare(sqlOf(n)); err != nil {
 			return err
 		}
 		if keep {
-			w.stmts[name] = st
+			w.stmts[key] = st
 		} else {
 			defer st.Close()
 		}
@@ -122,6 +140,21 @@ func (w *rawWriter) run(name string, sqlOf func(n int) string, n int, keep bool)
 	rows, err := query.QueryContext(context.Background(), w.args)
 	if err != nil {
 		return err
+	}
+	if row != nil {
+		dest := make([]driver.Value, len(rows.Columns()))
+		for {
+			if err := rows.Next(dest); err == io.EOF {
+				break
+			} else if err != nil {
+				rows.Close()
+				return err
+			}
+			if err := row(dest); err != nil {
+				rows.Close()
+				return err
+			}
+		}
 	}
 	return rows.Close()
 }

@@ -211,9 +211,6 @@ type Store struct {
 	// r serves concurrent reads, which WAL lets run beside the writer.
 	r    *sql.DB
 	lock *os.File
-	// upsert is the writer's prepared statement for a full chunk of an
-	// item stage's outcomes (prepareUpserts).
-	upsert *sql.Stmt
 	// raw runs the writes of many rows below database/sql (rawTx).
 	raw *rawWriter
 	// sortBufs holds the buffers of sorts, each of sortMemory bytes (but
@@ -256,10 +253,6 @@ func Open(path string) (*Store, error) {
 	s := &Store{path: path, w: w, sortBufs: newSortBufs(sortMemory)}
 	if err := s.migrate(); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("open state %s: %w", path, err)
-	}
-	if err := s.prepareUpserts(); err != nil {
-		s.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite3", dsn+"&mode=ro")
@@ -395,9 +388,6 @@ func (s *Store) Close() error {
 		s.lock.Close()
 	}
 	var errs []error
-	if s.upsert != nil {
-		errs = append(errs, s.upsert.Close())
-	}
 	if s.raw != nil {
 		errs = append(errs, s.raw.close())
 	}

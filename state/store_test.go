@@ -227,6 +227,7 @@ func TestStore_QueriesUseIndexes(t *testing.T) {
 		{"look an answer up by content", reusableSQL, []any{"c", "fp", "c", "fp"}, "USING INDEX items_reuse"},
 		{"look answers up by content, a page at once", reusableAmongSQL(2), []any{"c", "d", "fp", "c", "d", "fp"}, "USING INDEX items_reuse"},
 		{"keep superseded answers", supersededSQL(2), []any{"inst", "a", "b", "fp", "x", "y"}, "(instance=? AND key=?)"},
+		{"find the rows a commit replaces", heldSQL(2), []any{"inst", "a", "b"}, "(instance=? AND key=?)"},
 		{"report: lengths", tokenCountsSQL("ctok"), []any{"g"}, "USING COVERING INDEX items_answers"},
 		{"report: prompt lengths", tokenCountsSQL("ptok"), []any{"g"}, "USING COVERING INDEX items_answers"},
 		{"report: finish reasons", finishSQL, []any{"g"}, "USING COVERING INDEX items_answers"},
