@@ -1,6 +1,7 @@
 package state
 
 import (
+	"database/sql"
 	"fmt"
 	"reflect"
 	"testing"
@@ -111,4 +112,26 @@ func dumpCache(t *testing.T, s *Store) [][]any {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestStore_WriterCache: the writer keeps writerCacheKiB of pages, what
+// commits of answers scattered over the indexes need; readers keep
+// SQLite's default.
+func TestStore_WriterCache(t *testing.T) {
+	s := openTemp(t)
+	for _, c := range []struct {
+		name string
+		db   interface {
+			QueryRow(string, ...any) *sql.Row
+		}
+		want int
+	}{{"writer", s.w, -writerCacheKiB}, {"reader", s.r, -2000}} {
+		var got int
+		if err := c.db.QueryRow(`PRAGMA cache_size`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s: cache_size %d; want %d", c.name, got, c.want)
+		}
+	}
 }
