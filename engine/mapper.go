@@ -25,8 +25,10 @@ type job struct {
 	unanswered bool
 }
 
-// lookPage is how many fed records share one look-up of earlier answers.
-const lookPage = 128
+// lookPage is how many fed records share one look-up of earlier answers:
+// each look-up reads its index pages from the file again (the store
+// changed since), so more records a look-up cost less a record.
+const lookPage = 512
 
 type outcome struct {
 	item state.Item

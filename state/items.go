@@ -730,6 +730,12 @@ func reusableAmongSQL(n int) string {
 		UNION ALL SELECT in_chash FROM cache WHERE in_chash IN (` + placeholders(n) + `) AND fp = ?`
 }
 
+// amongRows is how many contents one query of ReusableAmong looks up. The
+// reader's pages are dropped whenever the store has changed, so a query
+// reads its index pages from the file again: 512 contents share them
+// where 128 read nearly a page each.
+const amongRows = 4 * chunk
+
 // ReusableAmong returns which of chashes have an answer made under fp that
 // ReusableOutcome would find: one query for a page of records about to be
 // dispatched, rather than a look-up per record (a tenth of the client's
@@ -740,7 +746,7 @@ func (s *Store) ReusableAmong(ctx context.Context, fp string, chashes []string) 
 		return found, nil
 	}
 	for len(chashes) > 0 {
-		n := min(len(chashes), chunk)
+		n := min(len(chashes), amongRows)
 		args := make([]any, 0, 2*n+2)
 		for _, c := range chashes[:n] {
 			args = append(args, c)

@@ -366,7 +366,7 @@ func TestStore_ReusableAmong(t *testing.T) {
 		t.Fatal(err)
 	}
 	many := []string{"done", "failed", "elsewhere", "superseded", "absent"}
-	for range chunk {
+	for range amongRows {
 		many = append(many, "filler") // more than one query's worth
 	}
 	many = append(many, "superseded2")
