@@ -548,14 +548,14 @@ func sized(items []Item, stmt func(run []Item) error) error {
 
 // Commit stores a batch of outcomes of an item stage in one transaction:
 // an outcome and its done mark are the same row, so a crash keeps both or
-// neither. It first asks which keys the instance holds a row for (answers
-// for retried failures, or made again under other options): answers those
-// rows held are kept in the cache, and those rows are updated; every other
-// outcome is inserted by statements that cannot abort. A first run's
-// commits, all new keys, so keep no statement journal: with the upsert,
-// every commit wrote each page it changed a second time, to a temporary
-// file, more page writes than the WAL took. Rows are bound on the
-// writer's driver connection (rawWriter).
+// neither. It first asks which keys the instance holds a row for (a
+// retried failure, an answer made again under other options): the answers
+// those rows held are kept in the cache and the rows updated; every other
+// outcome is inserted by statements that cannot abort. So a first run's
+// commits, all of new keys, keep no statement journal: when every outcome
+// was upserted, each commit wrote the pages it changed a second time, to a
+// temporary file, more page writes than the WAL took. Rows are bound on
+// the writer's driver connection (rawWriter).
 func (s *Store) Commit(inst string, items []Item) error {
 	now := time.Now().UnixNano()
 	err := s.rawTx(func(w *rawWriter) error {
