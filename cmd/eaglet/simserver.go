@@ -82,7 +82,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 			return &exitError{code: exitUsage, err: fmt.Errorf("-tokenizer: %w", err)}
 		}
 		if cfg.Template, err = chat.New(tok); err != nil {
-			return &exitError{code: exitUsage, err: fmt.Errorf("-tokenizer %s: %w", *tokDir, err)}
+			return &exitError{code: exitUsage, err: fmt.Errorf("-tokenizer %s: %w (counting chat prompts as the model does needs its template: tokenizer_config.json's chat_template or chat_template.jinja)", *tokDir, err)}
 		}
 	}
 	cfg.Model = sim.New(mc)

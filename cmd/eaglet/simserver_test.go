@@ -72,6 +72,11 @@ func TestSimServer_BadFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
 		}
 	}
+	// A tokenizer without a chat template cannot count chat prompts.
+	err := runSimServer(context.Background(), env, []string{"-tokenizer", "../../internal/tokenizer/testdata/gpt_oss"})
+	if simExitCode(err) != exitUsage || !strings.Contains(err.(*exitError).err.Error(), "no chat template (counting chat prompts as the model does needs its template") {
+		t.Errorf("a tokenizer without a template: %v; want a usage error saying what is missing", err)
+	}
 }
 
 func simExitCode(err error) int {
