@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,53 +182,50 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 // summed in one line (status --json lists every one).
 const maxReasons = 10
 
-// reasonList writes an instance's reasons, most records first. Reasons that
-// differ only in their numbers (a server's message naming each prompt's
-// length) are one line, each number that differs shown as its range, so a
-// hundred records failing alike read as one.
+// mergeAbove is how many reasons of one shape (alike but for their
+// numbers) are listed apart: a few are different things (http 500, http
+// 503), many are one thing naming each record's number.
+const mergeAbove = 4
+
+// reasonList writes an instance's reasons, most records first. More than
+// mergeAbove reasons that differ only in their numbers (a server's message
+// naming each prompt's length) are one line, each number that differs
+// shown as its range, so a hundred records failing alike read as one.
 func reasonList(prefix string, m map[string]int) []string {
-	type group struct {
-		n     int
-		parts []string // the first reason cut at its numbers: text, number, text, ...
-		lo    []int    // per number: the least and greatest seen
-		hi    []int
+	shapes := map[string][]string{}
+	for k := range m {
+		shape := strings.Join(textParts(splitNumbers(k)), "#")
+		shapes[shape] = append(shapes[shape], k)
 	}
-	groups := map[string]*group{}
-	var order []string
-	for k, n := range m {
-		parts := splitNumbers(k)
-		shape := strings.Join(textParts(parts), "#")
-		g, ok := groups[shape]
-		if !ok {
-			g = &group{parts: parts, lo: make([]int, len(parts)/2), hi: make([]int, len(parts)/2)}
-			for i := range g.lo {
-				g.lo[i], _ = strconv.Atoi(parts[2*i+1])
-				g.hi[i] = g.lo[i]
-			}
-			groups[shape] = g
-			order = append(order, shape)
-		} else if k < strings.Join(g.parts, "") { // a stable first reason, whatever the map's order
-			g.parts = parts
-		}
-		g.n += n
-		for i := range g.lo {
-			v, _ := strconv.Atoi(parts[2*i+1])
-			g.lo[i], g.hi[i] = min(g.lo[i], v), max(g.hi[i], v)
-		}
-	}
-	lines := make([]string, 0, len(order))
 	counts := map[string]int{}
-	for _, shape := range order {
-		g := groups[shape]
-		parts := append([]string(nil), g.parts...)
-		for i := range g.lo {
-			if g.lo[i] != g.hi[i] {
-				parts[2*i+1] = fmt.Sprintf("%d-%d", g.lo[i], g.hi[i])
+	for _, alike := range shapes {
+		if len(alike) <= mergeAbove {
+			for _, k := range alike {
+				counts[k] += m[k]
+			}
+			continue
+		}
+		sort.Strings(alike) // the first reason is the line's text, whatever the map's order
+		parts := splitNumbers(alike[0])
+		n := 0
+		for i := 1; i < len(parts); i += 2 {
+			lo, hi := math.MaxInt, math.MinInt
+			for _, k := range alike {
+				v, _ := strconv.Atoi(splitNumbers(k)[i])
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			if lo != hi {
+				parts[i] = fmt.Sprintf("%d-%d", lo, hi)
 			}
 		}
-		line := strings.Join(parts, "")
-		lines = append(lines, line)
-		counts[line] = g.n
+		for _, k := range alike {
+			n += m[k]
+		}
+		counts[strings.Join(parts, "")] += n
+	}
+	lines := make([]string, 0, len(counts))
+	for l := range counts {
+		lines = append(lines, l)
 	}
 	sort.Slice(lines, func(i, j int) bool {
 		return counts[lines[i]] > counts[lines[j]] || (counts[lines[i]] == counts[lines[j]] && lines[i] < lines[j])
