@@ -266,7 +266,13 @@ func (s *nodeProgress) status(now time.Time) string {
 		if made := s.completionTokens - s.reusedTokens; made > 0 {
 			fmt.Fprintf(&b, "  %s tok/s", fmtCount(float64(made)/elapsed))
 		}
-		if left := todo - h; left > 0 {
+		left := todo - h
+		if bd, ok := s.extra.(stages.Bounded); ok {
+			if n := bd.Left(); n >= 0 {
+				left = min(left, n)
+			}
+		}
+		if left > 0 {
 			fmt.Fprintf(&b, "  ETA %s", fmtDuration(time.Duration(float64(left)/rate*float64(time.Second))))
 		}
 	}

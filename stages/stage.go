@@ -197,6 +197,14 @@ type Progressor interface {
 	Progress() string
 }
 
+// Bounded is implemented by a Progressor that may stop before its input is
+// done (a budget): Left is how many more records it expects to finish, or
+// -1 while it cannot tell, so the progress line's ETA counts those and not
+// every record left.
+type Bounded interface {
+	Left() int
+}
+
 // Batch sees its whole input at once (sampling, merging, loading files).
 // Its output replaces the previous output in one transaction.
 type Batch interface {

@@ -64,6 +64,8 @@ type budget struct {
 	lengths  *lengthModel
 	pace     pace
 	inflight map[*ticket]struct{}
+	// records counts the records whose cost is in the limits' spent.
+	records int64
 	// loadPrior fetches what earlier runs spent; called once, lazily.
 	loadPrior func() (stages.Usage, error)
 	loaded    bool
@@ -118,6 +120,7 @@ func (b *budget) ensurePrior() error {
 	for _, l := range b.limits {
 		l.spent += l.cost(int(u.PromptTokens), float64(u.CompletionTokens), u.Records)
 	}
+	b.records += u.Records
 	for _, n := range u.Lengths {
 		b.lengths.add(n)
 	}
@@ -144,6 +147,7 @@ func (b *budget) takeKnown(promptTokens, completionTokens int) (bool, error) {
 	for _, l := range b.limits {
 		l.spent += l.cost(promptTokens, float64(completionTokens), 1)
 	}
+	b.records++
 	b.lengths.add(completionTokens)
 	b.changed.Broadcast()
 	return true, nil
@@ -255,6 +259,26 @@ func (b *budget) String() string {
 	return "budget " + strings.Join(parts, ", ")
 }
 
+// recordsLeft is how many more records fit under every limit at what a
+// record has cost so far, those in flight included; -1 before any record
+// has cost something.
+func (b *budget) recordsLeft() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	left := -1
+	for _, l := range b.limits {
+		if b.records == 0 || l.spent <= 0 {
+			continue
+		}
+		per := l.spent / float64(b.records)
+		n := max(int((l.max*(1+b.tol)-l.spent)/per), 0)
+		if left < 0 || n < left {
+			left = n
+		}
+	}
+	return left
+}
+
 func short(v float64) string {
 	switch {
 	case v >= 1e6:
@@ -313,6 +337,7 @@ func (t *ticket) finish(prompt, completion int) {
 		for _, l := range b.limits {
 			l.spent += l.cost(prompt, float64(completion), 1)
 		}
+		b.records++
 		b.lengths.add(completion / t.answers)
 		if t.base.Load() == 0 && completion > 0 {
 			// One answer: its text and time say what a token is worth.

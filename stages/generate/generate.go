@@ -295,6 +295,16 @@ func (g *Generate) Progress() string {
 	return strings.Join(parts, "  ")
 }
 
+// Left is how many more records the budget lets the stage finish (all its
+// datasets' together with scope: stage), or -1 without a budget or before
+// an answer has said what one costs.
+func (g *Generate) Left() int {
+	if g.budget == nil {
+		return -1
+	}
+	return g.budget.recordsLeft()
+}
+
 // Prioritize says whether records are sent longest expected answer first.
 func (g *Generate) Prioritize() bool { return g.opts.Order == "longest_first" }
 
