@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,18 +40,6 @@ func init() {
 		}})
 }
 
-// syncBuffer is a log the run's progress writes from its own goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 // TestProgress_ETAOfABoundedStage: a stage that says how many more records
 // it will finish (a budget) gets an ETA for those, not for every record
 // left: one that will finish none shows no ETA, while the same stage that
@@ -68,12 +55,12 @@ func TestProgress_ETAOfABoundedStage(t *testing.T) {
 		"datasets: {capped: {source: d.jsonl}, free: {source: d.jsonl}}\nstages:\n"+
 		"  - {name: load, uses: load, foreach: datasets}\n"+
 		"  - {name: work, uses: test-bounded, needs: [load], foreach: datasets, concurrency: 1}\n")
-	var log syncBuffer
+	var log enginetest.Log
 	if _, err := p.Run(context.Background(), store, engine.RunOptions{Log: &log, ProgressEvery: 10 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	lines := map[string][]string{}
-	for _, l := range strings.Split(log.b.String(), "\n") {
+	for _, l := range strings.Split(log.String(), "\n") {
 		for _, id := range []string{"work[capped]", "work[free]"} {
 			if strings.Contains(l, id+": ") && strings.Contains(l, " rec/s") {
 				lines[id] = append(lines[id], l)
@@ -81,7 +68,7 @@ func TestProgress_ETAOfABoundedStage(t *testing.T) {
 		}
 	}
 	if len(lines["work[capped]"]) == 0 || len(lines["work[free]"]) == 0 {
-		t.Fatalf("no progress lines for both instances in:\n%s", log.b.String())
+		t.Fatalf("no progress lines for both instances in:\n%s", log.String())
 	}
 	for _, l := range lines["work[capped]"] {
 		if strings.Contains(l, "ETA") {

@@ -1,37 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 )
 
-// simLog lets the test read what the server goroutine writes.
-type simLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *simLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *simLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSimServer_ServesUntilCancelled(t *testing.T) {
-	var stderr simLog
+	var stderr enginetest.Log
 	env := &cmdEnv{stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "k" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

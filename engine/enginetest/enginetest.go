@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/engine"
@@ -113,4 +114,25 @@ func Count(t testing.TB, store *state.Store, id string, status stages.Status) in
 		}
 	}
 	return n
+}
+
+// Log is a log a run (or a server) writes from its own goroutines while the
+// test reads it.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is what was written so far.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
