@@ -198,7 +198,7 @@ type Progressor interface {
 }
 
 // Bounded is implemented by a Progressor that may stop before its input is
-// done (a budget): Left is how many more records it expects to finish, or
+// done (a budget, a quota): Left is how many more records it expects to finish, or
 // -1 while it cannot tell, so the progress line's ETA counts those and not
 // every record left.
 type Bounded interface {

@@ -295,14 +295,21 @@ func (g *Generate) Progress() string {
 	return strings.Join(parts, "  ")
 }
 
-// Left is how many more records the budget lets the stage finish (all its
-// datasets' together with scope: stage), or -1 without a budget or before
+// Left is how many more records the stage expects to finish: what the
+// budget still allows (all its datasets' together with scope: stage) or
+// the target still needs, whichever is fewer; -1 with neither, or before
 // an answer has said what one costs.
 func (g *Generate) Left() int {
-	if g.budget == nil {
-		return -1
+	left := -1
+	if g.budget != nil {
+		left = g.budget.recordsLeft()
 	}
-	return g.budget.recordsLeft()
+	if g.quota != nil {
+		if n := g.quota.answersLeft(); n >= 0 && (left < 0 || n < left) {
+			left = n
+		}
+	}
+	return left
 }
 
 // Prioritize says whether records are sent longest expected answer first.

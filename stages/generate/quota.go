@@ -184,6 +184,19 @@ func (q *quota) String() string {
 	return s
 }
 
+// answersLeft is how many more answers, in flight included, the target
+// needs at the acceptance measured so far, for the progress line; -1
+// before the earlier runs' answers are counted in.
+func (q *quota) answersLeft() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rate := q.rate()
+	if !q.loaded || rate <= 0 {
+		return -1
+	}
+	return int(math.Ceil(float64(max(q.target-q.accepted, 0)) / rate))
+}
+
 // expected returns how many more answers the target needs at the measured
 // (or expected) acceptance, for plan, and that acceptance.
 func (q *quota) expected(ctx context.Context) (more int, rate float64, err error) {
