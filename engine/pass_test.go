@@ -22,7 +22,7 @@ import (
 // its output file and counts are those of an uninterrupted run.
 func TestRun_FilterPassResumes(t *testing.T) {
 	const n = 30_000
-	data := questions(t, n)
+	data := enginetest.Questions(t, n)
 	spec := `version: 1
 name: pass
 state: state.db
@@ -151,7 +151,7 @@ func checkDigest(t *testing.T, store *state.Store, inst string) {
 // its input to do, which its start line says without counting anything
 // as already done (the input is counted once, not read to count it).
 func TestRun_FilterCountsItsPendingInput(t *testing.T) {
-	data := questions(t, 500)
+	data := enginetest.Questions(t, 500)
 	spec := `version: 1
 name: pending
 state: state.db
@@ -192,19 +192,4 @@ stages:
 			t.Fatal(err)
 		}
 	}
-}
-
-// questions writes n one-question records, of lengths varying with i, to a
-// JSONL file and returns its path.
-func questions(t *testing.T, n int) string {
-	t.Helper()
-	var b bytes.Buffer
-	for i := range n {
-		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"question %d%s"}]}`+"\n", i, bytes.Repeat([]byte("?"), i%7))
-	}
-	path := filepath.Join(t.TempDir(), "d.jsonl")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"database/sql"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
 )
 
 // TestRun_PipelineSurvivesSIGKILL kills the real binary while each of load,
@@ -26,19 +27,7 @@ func TestRun_PipelineSurvivesSIGKILL(t *testing.T) {
 		t.Skip("builds and kills the real binary")
 	}
 	bin := buildEaglet(t)
-	data := filepath.Join(t.TempDir(), "d.jsonl")
-	f, err := os.Create(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := range 40_000 {
-		fmt.Fprintf(w, `{"messages":[{"role":"user","content":"question %d: sort %d numbers%s?"}]}`+"\n", i, i%997, strings.Repeat("!", i%23))
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	data := enginetest.Questions(t, 40_000)
 	spec := func(dir string) string {
 		path := filepath.Join(dir, "spec.yaml")
 		if err := os.WriteFile(path, []byte(`version: 1

@@ -6,6 +6,7 @@ package enginetest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -135,4 +136,19 @@ func (l *Log) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Questions writes n distinct one-question conversations of varied lengths
+// to a JSONL file in a temporary directory and returns its path.
+func Questions(t testing.TB, n int) string {
+	t.Helper()
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"question %d%s"}]}`+"\n", i, bytes.Repeat([]byte("?"), i%7))
+	}
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
