@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -192,36 +193,40 @@ const mergeAbove = 4
 // naming each prompt's length) are one line, each number that differs
 // shown as its range, so a hundred records failing alike read as one.
 func reasonList(prefix string, m map[string]int) []string {
-	shapes := map[string][]string{}
+	// A reason cut at its numbers: text, number, text, ..., text.
+	shapes := map[string][][]string{}
 	for k := range m {
-		shape := strings.Join(textParts(splitNumbers(k)), "#")
-		shapes[shape] = append(shapes[shape], k)
+		parts := splitNumbers(k)
+		shape := strings.Join(textParts(parts), "#")
+		shapes[shape] = append(shapes[shape], parts)
 	}
 	counts := map[string]int{}
 	for _, alike := range shapes {
 		if len(alike) <= mergeAbove {
-			for _, k := range alike {
+			for _, parts := range alike {
+				k := strings.Join(parts, "")
 				counts[k] += m[k]
 			}
 			continue
 		}
-		sort.Strings(alike) // the first reason is the line's text, whatever the map's order
-		parts := splitNumbers(alike[0])
-		n := 0
-		for i := 1; i < len(parts); i += 2 {
+		// The first reason is the line's text, whatever the map's order.
+		slices.SortFunc(alike, func(a, b []string) int { return strings.Compare(strings.Join(a, ""), strings.Join(b, "")) })
+		line := slices.Clone(alike[0])
+		for i := 1; i < len(line); i += 2 {
 			lo, hi := math.MaxInt, math.MinInt
-			for _, k := range alike {
-				v, _ := strconv.Atoi(splitNumbers(k)[i])
+			for _, parts := range alike {
+				v, _ := strconv.Atoi(parts[i])
 				lo, hi = min(lo, v), max(hi, v)
 			}
 			if lo != hi {
-				parts[i] = fmt.Sprintf("%d-%d", lo, hi)
+				line[i] = fmt.Sprintf("%d-%d", lo, hi)
 			}
 		}
-		for _, k := range alike {
-			n += m[k]
+		n := 0
+		for _, parts := range alike {
+			n += m[strings.Join(parts, "")]
 		}
-		counts[strings.Join(parts, "")] += n
+		counts[strings.Join(line, "")] += n
 	}
 	lines := make([]string, 0, len(counts))
 	for l := range counts {
