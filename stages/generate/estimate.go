@@ -50,9 +50,9 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 		// trajectories).
 		switch {
 		case soFar.Records > 0 && soFar.PromptTokens > 0:
-			out.PromptTokens = int64(in.Records) * ((soFar.PromptTokens + soFar.Records/2) / soFar.Records)
+			out.PromptTokens = int64(in.Records) * mean(soFar.PromptTokens, soFar.Records)
 		case soFar.SupersededRecords > 0 && soFar.SupersededPromptTokens > 0:
-			out.PromptTokens = int64(in.Records) * ((soFar.SupersededPromptTokens + soFar.SupersededRecords/2) / soFar.SupersededRecords)
+			out.PromptTokens = int64(in.Records) * mean(soFar.SupersededPromptTokens, soFar.SupersededRecords)
 		case g.ep.spec.Price != nil:
 			unknown, keys = append(unknown, "the cost leaves out prompt tokens"), append(keys, "est_prompt_tokens")
 		}
@@ -128,13 +128,16 @@ func (g *Generate) expectedTokens(u stages.Usage) (per int, guessed bool) {
 	per, guessed = g.ep.meanTokens, !g.ep.knowsMean
 	switch {
 	case u.Records >= measured:
-		per, guessed = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1)), false
+		per, guessed = int(max(mean(u.CompletionTokens, u.Records), 1)), false
 	case g.ds != nil && g.ds.EstCompletionTokens > 0:
 		per, guessed = g.ds.EstCompletionTokens, false
 	case u.Records > 0:
-		per, guessed = int(max((u.CompletionTokens+u.Records/2)/u.Records, 1)), false
+		per, guessed = int(max(mean(u.CompletionTokens, u.Records), 1)), false
 	case u.SupersededRecords > 0:
-		per, guessed = int(max((u.SupersededCompletionTokens+u.SupersededRecords/2)/u.SupersededRecords, 1)), false
+		per, guessed = int(max(mean(u.SupersededCompletionTokens, u.SupersededRecords), 1)), false
 	}
 	return min(per, g.maxTokens), guessed
 }
+
+// mean is total / n rounded to the nearest; n > 0.
+func mean(total, n int64) int64 { return (total + n/2) / n }
