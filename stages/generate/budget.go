@@ -96,9 +96,10 @@ type ticket struct {
 	//
 	// base is the tokens of the record's earlier answers (turns); tokens,
 	// exact and chars are the current answer's backend.Progress; streamed
-	// says it has shown any; sent is when it left (clock nanoseconds).
-	base, tokens, chars, sent atomic.Int64
-	exact, streamed           atomic.Bool
+	// says it has shown any; sent is when it left and seen when it last
+	// showed progress (clock nanoseconds).
+	base, tokens, chars, sent, seen atomic.Int64
+	exact, streamed                 atomic.Bool
 }
 
 func newBudget(limits []*limit, tol float64, lengths *lengthModel, prior func() (stages.Usage, error)) *budget {
@@ -297,7 +298,9 @@ func (t *ticket) sentNow(base int) {
 	t.chars.Store(0)
 	t.exact.Store(false)
 	t.streamed.Store(false)
-	t.sent.Store(t.b.now().UnixNano())
+	now := t.b.now().UnixNano()
+	t.sent.Store(now)
+	t.seen.Store(now)
 }
 
 // update records what the current answer has shown, after base tokens of
@@ -307,12 +310,18 @@ func (t *ticket) update(base int, p backend.Progress) {
 	t.tokens.Store(int64(p.Tokens))
 	t.chars.Store(int64(p.Chars))
 	t.exact.Store(p.Exact)
+	t.seen.Store(t.b.now().UnixNano())
 	if p.Tokens > 0 || p.Chars > 0 {
 		t.streamed.Store(true)
 	}
 }
 
-// produced estimates the tokens the record has produced so far.
+// produced estimates the tokens the record has produced so far: what it
+// last showed, and what it has made since at the pace answers go. Progress
+// shown is always somewhat old: a client short of CPU, or stalled, reads
+// the streams late, and an answer that finishes while others' chunks wait
+// unread frees its room for decisions that take those others as shorter
+// than they are. Counting their time since closes that gap.
 func (t *ticket) produced(now time.Time, pc *pace) int {
 	n := int(t.base.Load())
 	switch {
@@ -320,8 +329,9 @@ func (t *ticket) produced(now time.Time, pc *pace) int {
 		n += int(t.tokens.Load())
 	case t.streamed.Load():
 		n += max(int(t.tokens.Load()), pc.tokensOf(int(t.chars.Load())))
-	case t.sent.Load() != 0:
-		n += pc.tokensIn(now.Sub(time.Unix(0, t.sent.Load())))
+	}
+	if s := t.seen.Load(); s != 0 {
+		n += pc.tokensIn(now.Sub(time.Unix(0, s)))
 	}
 	return n
 }

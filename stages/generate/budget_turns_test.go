@@ -58,8 +58,16 @@ stages:
 			_, c := spent(t, store, "generate[mt]", "generate[one]")
 			over := float64(c-int64(tc.budget)) / float64(tc.budget)
 			t.Logf("spent %d completion tokens (%+.2f%%)", c, 100*over)
-			if over > 0.01 || over < -0.10 {
-				t.Errorf("spent %d completion tokens on a %d budget (%+.1f%%); want -10%% to +1%%", c, tc.budget, 100*over)
+			// The statistics (under 1% over 120 seeds) are
+			// TestBudget_OvershootDistribution's, in virtual time. This
+			// run, in real time beside the rest of the suite, checks that
+			// the stage prices a record by its questions: priced as one
+			// answer, it spent +2.3% to +8.2% here (10 of 12 runs past
+			// 2%); priced right, -3.9% to +0.9% over 75 runs three at a
+			// time, and +3.2% once in CI, before stale progress was
+			// topped up for its age.
+			if over > 0.02 || over < -0.10 {
+				t.Errorf("spent %d completion tokens on a %d budget (%+.1f%%); want -10%% to +2%%", c, tc.budget, 100*over)
 			}
 		})
 	}
