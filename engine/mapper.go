@@ -471,7 +471,7 @@ func (r *runner) process(ctx context.Context, pr *prepared, st stages.Mapper, j 
 				// Another instance is asking for this content: share its answer.
 				<-f.done
 				if f.data != nil {
-					if o, ok := reuseData(costly, f.data, rec, it); ok {
+					if o, ok := reuseData(ctx, costly, f.data, rec, it, true); ok {
 						return o
 					}
 				}
@@ -498,7 +498,7 @@ func (r *runner) processOnce(ctx context.Context, pr *prepared, c stages.Costly,
 	}
 	found, err := r.store.ReusableOutcome(ctx, pr.fp, it.InChash)
 	if err == nil && found != nil {
-		if o, ok := reuseData(c, found.Data, rec, it); ok {
+		if o, ok := reuseData(ctx, c, found.Data, rec, it, true); ok {
 			return o
 		}
 	}
@@ -507,15 +507,19 @@ func (r *runner) processOnce(ctx context.Context, pr *prepared, c stages.Costly,
 
 // reuseData makes the outcome of an earlier answer's record, with the
 // record's own provenance, as the stage decides: kept (reused) or skipped
-// for its budget. It is false when the data cannot be read.
-func reuseData(c stages.Costly, data []byte, rec *conv.Record, it state.Item) (outcome, bool) {
+// for its budget, waiting for room as Costly.Reuse says. It is false when
+// the data cannot be read.
+func reuseData(ctx context.Context, c stages.Costly, data []byte, rec *conv.Record, it state.Item, wait bool) (outcome, bool) {
 	var prev conv.Record
 	if json.Unmarshal(data, &prev) != nil {
 		return outcome{}, false
 	}
 	prev.Key, prev.Dataset, prev.Source = rec.Key, rec.Dataset, rec.Source
-	out, err := c.Reuse(&prev)
+	out, err := c.Reuse(ctx, &prev, wait)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// The run is ending: the record stays to do.
+		return outcome{err: err}, true
 	case err != nil:
 		it.Status, it.Reason = int(stages.Failed), err.Error()
 		return outcome{item: it}, true
@@ -591,8 +595,8 @@ func (r *runner) reuseAll(ctx context.Context, pr *prepared, c stages.Costly, up
 		if n.Dataset == nil {
 			it.Dataset = rec.Dataset
 		}
-		o, ok := reuseData(c, found.Data, rec, it)
-		if !ok || o.item.Status != int(stages.Done) {
+		o, ok := reuseData(ctx, c, found.Data, rec, it, false)
+		if !ok || o.err != nil || o.item.Status != int(stages.Done) {
 			return nil // unreadable or over the budget: the run decides
 		}
 		batch = append(batch, o.item)

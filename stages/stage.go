@@ -144,9 +144,11 @@ type Prioritizer interface {
 type Costly interface {
 	// Reuse decides whether to keep an answer found again for a record:
 	// Done keeps out (counted by the stage's budget as if made now),
-	// Skipped leaves the record for later (a spent budget). It must be
+	// Skipped leaves the record for later (a spent budget). With wait (in
+	// a run, among requests in flight) it waits for room as a new request
+	// would; without (before dispatch) it decides at once. It must be
 	// safe for concurrent use.
-	Reuse(out *conv.Record) (Outcome, error)
+	Reuse(ctx context.Context, out *conv.Record, wait bool) (Outcome, error)
 }
 
 // Rationed is implemented by a Costly stage whose Reuse may leave an

@@ -132,18 +132,24 @@ func (b *budget) ensurePrior() error {
 // takeKnown admits an answer whose cost is already known (one found again,
 // which costs nothing now) if it fits beside what is in flight, as a new
 // request must, and counts it as spent: a budget bounds the data kept, not
-// only the money.
-func (b *budget) takeKnown(promptTokens, completionTokens int) (bool, error) {
+// only the money. With wait, it waits for room as admit does: a run must
+// not leave out, as over the budget, an answer that only met the margin
+// kept for the requests in flight; the records after it would be sent
+// once those end. Without, it decides at once.
+func (b *budget) takeKnown(ctx context.Context, promptTokens, completionTokens int, wait bool) (bool, error) {
+	defer b.wake(ctx)()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.ensurePrior(); err != nil {
-		return false, err
-	}
-	fits, _ := b.fitsWith(func(lengthDist) (func(*limit) float64, float64) {
-		return func(l *limit) float64 { return l.cost(promptTokens, float64(completionTokens), 1) }, 0
+	err := b.await(ctx, wait, func() (bool, bool) {
+		return b.fitsWith(func(lengthDist) (func(*limit) float64, float64) {
+			return func(l *limit) float64 { return l.cost(promptTokens, float64(completionTokens), 1) }, 0
+		})
 	})
-	if !fits {
+	if errors.Is(err, ErrBudgetExhausted) {
 		return false, nil
+	}
+	if err != nil {
+		return false, err
 	}
 	for _, l := range b.limits {
 		l.spent += l.cost(promptTokens, float64(completionTokens), 1)
@@ -167,34 +173,52 @@ func (l *limit) cost(prompt int, completion float64, n int64) float64 {
 // can free room and it still does not fit.
 func (b *budget) admit(ctx context.Context, promptTokens, answers int) (*ticket, error) {
 	answers = max(answers, 1)
-	stop := context.AfterFunc(ctx, func() {
+	defer b.wake(ctx)()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.await(ctx, true, func() (bool, bool) { return b.fits(promptTokens, answers) }); err != nil {
+		return nil, err
+	}
+	t := &ticket{b: b, prompt: promptTokens, answers: answers}
+	b.inflight[t] = struct{}{}
+	return t, nil
+}
+
+// wake makes ctx's end wake those waiting for room, until the returned
+// function is called.
+func (b *budget) wake(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		b.changed.Broadcast()
 		b.mu.Unlock()
 	})
-	defer stop()
-	b.mu.Lock()
-	defer b.mu.Unlock()
+}
+
+// await returns, with b.mu held, once fits says a record fits (nil), or
+// ErrBudgetExhausted once it cannot: a limit is spent, nothing in flight
+// can free room, or wait is false and it does not fit now.
+func (b *budget) await(ctx context.Context, wait bool, fits func() (fits, possible bool)) error {
 	if err := b.ensurePrior(); err != nil {
-		return nil, err
+		return err
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		fits, possible := b.fits(promptTokens, answers)
-		if fits {
-			t := &ticket{b: b, prompt: promptTokens, answers: answers}
-			b.inflight[t] = struct{}{}
+		ok, possible := fits()
+		if ok {
 			// Let the next waiter see whether it fits too. Waking one at a
 			// time, rather than all, keeps admission cheap at 1,000 in flight.
 			b.changed.Signal()
-			return t, nil
+			return nil
+		}
+		if !wait {
+			return ErrBudgetExhausted
 		}
 		if !possible || len(b.inflight) == 0 {
 			// Everyone waiting is in the same position: wake them all.
 			b.changed.Broadcast()
-			return nil, ErrBudgetExhausted
+			return ErrBudgetExhausted
 		}
 		b.changed.Wait()
 	}

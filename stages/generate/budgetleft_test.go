@@ -36,7 +36,7 @@ func TestBudget_RecordsLeft(t *testing.T) {
 	if n := b.recordsLeft(); n != 5 {
 		t.Errorf("after 10 answers of 600 tokens: %d; want 5", n)
 	}
-	if ok, err := b.takeKnown(0, 2_500); err != nil || ok {
+	if ok, err := b.takeKnown(context.Background(), 0, 2_500, false); err != nil || ok {
 		t.Fatalf("an answer found again of 2,500 tokens fits in 2,000: %v %v", ok, err)
 	}
 	tokens.max = 8_000

@@ -168,10 +168,11 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 func (g *Generate) Rationed() bool { return g.opts.Budget != nil || g.opts.Target != nil }
 
 // Reuse keeps an answer the engine found again (same prompt content and
-// options) if the budget has room for it, as if generated now.
-func (g *Generate) Reuse(out *conv.Record) (stages.Outcome, error) {
+// options) if the budget has room for it, as if generated now; with wait,
+// once the requests in flight leave it room.
+func (g *Generate) Reuse(ctx context.Context, out *conv.Record, wait bool) (stages.Outcome, error) {
 	if g.quota != nil {
-		reached, err := g.quota.reached(context.Background())
+		reached, err := g.quota.reached(ctx)
 		switch {
 		case err != nil:
 			return stages.Outcome{}, err
@@ -181,7 +182,7 @@ func (g *Generate) Reuse(out *conv.Record) (stages.Outcome, error) {
 	}
 	if g.budget != nil && out.Generation != nil {
 		gen := out.Generation
-		ok, err := g.budget.takeKnown(gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens))
+		ok, err := g.budget.takeKnown(ctx, gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens), wait)
 		switch {
 		case err != nil:
 			return stages.Outcome{}, err
@@ -191,7 +192,7 @@ func (g *Generate) Reuse(out *conv.Record) (stages.Outcome, error) {
 	}
 	if g.quota != nil {
 		// Kept: within the quota, a found answer counts like a new one.
-		g.quota.countKnown(context.Background(), out)
+		g.quota.countKnown(ctx, out)
 	}
 	return stages.Outcome{Status: stages.Done, Record: out}, nil
 }
