@@ -201,6 +201,7 @@ func add(a, b stages.Estimate) stages.Estimate {
 	a.CompletionTokens += b.CompletionTokens
 	a.Bytes += b.Bytes
 	a.Exact = a.Exact && b.Exact
+	a.Sample = append(a.Sample[:len(a.Sample):len(a.Sample)], b.Sample...)
 	return a
 }
 

@@ -435,6 +435,12 @@ type Estimate struct {
 	// estimate to what they allow rather than the stage, because a budget
 	// may be shared by several instances.
 	Limits []Limit
+	// Sample is a few of the records (the first the source holds), for
+	// stages whose work depends on what a record holds: generate answers
+	// an MT-Bench record's second question, and with turns: all every
+	// assistant turn. Nil when no source was read; stages that pass their
+	// input on keep it.
+	Sample []*conv.Record
 }
 
 // Limit is a budget as a plan sees it. Instances naming the same Budget

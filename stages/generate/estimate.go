@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages"
 )
 
@@ -30,7 +32,8 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 			return out, fmt.Errorf("estimate: read earlier answers: %w", err)
 		}
 	}
-	per, guessed := g.expectedTokens(soFar)
+	answers := g.answersPerRecord(in.Sample)
+	per, guessed := g.expectedTokens(soFar, answers)
 	where := "the datasets"
 	if g.ds != nil {
 		where = "dataset " + g.ds.Name
@@ -40,7 +43,12 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	// must know why.
 	var unknown, keys []string
 	if guessed && in.Records > 0 {
-		unknown, keys = append(unknown, fmt.Sprintf("answers guessed at %d tokens", per)), append(keys, "est_completion_tokens")
+		unknown, keys = append(unknown, fmt.Sprintf("answers guessed at %d tokens", min(g.ep.meanTokens, g.maxTokens))), append(keys, "est_completion_tokens")
+	}
+	if answers > 1.05 && in.Records > 0 {
+		// The run answers each turn; a user comparing the plan with
+		// est_completion_tokens × records must see why it is more.
+		out.Note = strings.TrimPrefix(out.Note+fmt.Sprintf("; %.1f answers a record", answers), "; ")
 	}
 	if in.PromptTokens == 0 && in.Records > 0 {
 		// Without a tokenize stage or est_prompt_tokens the prompts'
@@ -121,22 +129,38 @@ const measured = 20
 // else what the spec says of the dataset, else the mean of the fewer live
 // answers, else of its answers before an option changed (a new
 // temperature redoes every record, at about the lengths they had), else
-// the endpoint's default; at most max_tokens. guessed says the default
-// stood in and the API does not know it either. u is what the instance's
-// answers have used so far.
-func (g *Generate) expectedTokens(u stages.Usage) (per int, guessed bool) {
-	per, guessed = g.ep.meanTokens, !g.ep.knowsMean
+// the endpoint's default. guessed says the default stood in and the API
+// does not know it either. u is what the instance's answers have used so
+// far. A mean of stored records is of records; the spec's value and the
+// default are of one answer, at most max_tokens, so they are priced at the
+// answers a record asks for (answers, from a sample of the input).
+func (g *Generate) expectedTokens(u stages.Usage, answers float64) (per int, guessed bool) {
+	oneAnswer := func(n int) int { return int(math.Round(float64(min(n, g.maxTokens)) * answers)) }
+	per, guessed = oneAnswer(g.ep.meanTokens), !g.ep.knowsMean
 	switch {
 	case u.Records >= measured:
 		per, guessed = int(max(mean(u.CompletionTokens, u.Records), 1)), false
 	case g.ds != nil && g.ds.EstCompletionTokens > 0:
-		per, guessed = g.ds.EstCompletionTokens, false
+		per, guessed = oneAnswer(g.ds.EstCompletionTokens), false
 	case u.Records > 0:
 		per, guessed = int(max(mean(u.CompletionTokens, u.Records), 1)), false
 	case u.SupersededRecords > 0:
 		per, guessed = int(max(mean(u.SupersededCompletionTokens, u.SupersededRecords), 1)), false
 	}
-	return min(per, g.maxTokens), guessed
+	return per, guessed
+}
+
+// answersPerRecord is the mean number of answers the sampled records ask
+// for (1 without a sample).
+func (g *Generate) answersPerRecord(sample []*conv.Record) float64 {
+	if len(sample) == 0 {
+		return 1
+	}
+	n := 0
+	for _, rec := range sample {
+		n += g.answers(rec)
+	}
+	return float64(n) / float64(len(sample))
 }
 
 // mean is total / n rounded to the nearest; n > 0.

@@ -2,6 +2,7 @@ package generate_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,5 +99,55 @@ stages:
 	}
 	if n := srv.Take(); n != 0 {
 		t.Errorf("plan sent %d requests; want none", n)
+	}
+}
+
+// TestEstimate_PricesEveryAnswer: est_completion_tokens is the length of
+// one answer, and a run answers an MT-Bench record's second question, and
+// with turns: all every assistant turn of a conversation. Plan must price
+// those answers, as the run spends them, not one a record.
+func TestEstimate_PricesEveryAnswer(t *testing.T) {
+	dir := t.TempDir()
+	var mt, chats strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&mt, `{"turns":["Question %d: explain a sorting algorithm.","Now compare it with one other, briefly."]}`+"\n", i)
+		fmt.Fprintf(&chats, `{"messages":[{"role":"user","content":"Hello %d, tell me about rivers."},{"role":"assistant","content":"Rivers flow."},{"role":"user","content":"And lakes?"},{"role":"assistant","content":"Lakes stay."},{"role":"user","content":"And seas?"},{"role":"assistant","content":"Seas are salty."}]}`+"\n", i)
+	}
+	for name, body := range map[string]string{"mt.jsonl": mt.String(), "chats.jsonl": chats.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, store := enginetest.Open(t, dir, `version: 1
+name: answers
+state: state.db
+datasets:
+  mt: {source: mt.jsonl, est_completion_tokens: 300}
+  chats: {source: chats.jsonl, est_completion_tokens: 300}
+endpoints:
+  sim: {api: sim, concurrency: 16, options: {seed: 3, mean_tokens: 300}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 4096, turns: all}}
+`)
+	planned := map[string]int64{}
+	for _, st := range p.Plan(store, nil) {
+		if st.Err != nil {
+			t.Fatalf("plan %s: %v", st.Node.ID, st.Err)
+		}
+		planned[st.Node.ID] = st.NewTokens
+	}
+	enginetest.Run(t, p, store, nil)
+	for _, tc := range []struct {
+		id      string
+		answers int64
+	}{{"generate[mt]", 2}, {"generate[chats]", 3}} {
+		if want := 100 * tc.answers * 300; planned[tc.id] != want {
+			t.Errorf("%s: planned %d completion tokens; want 100 records × %d answers × 300 = %d", tc.id, planned[tc.id], tc.answers, want)
+		}
+		_, got := spent(t, store, tc.id)
+		if r := float64(planned[tc.id]) / float64(got); r < 0.75 || r > 1.33 {
+			t.Errorf("%s: planned %d completion tokens, the run spent %d (%.2fx)", tc.id, planned[tc.id], got, r)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/dataset"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -167,5 +168,28 @@ func (l *Load) Estimate(stages.Estimate) (stages.Estimate, error) {
 		est.Bytes = fi.Size()
 	}
 	est.PromptTokens = int64(n * l.ds.EstPromptTokens)
+	est.Sample = l.sample(min(n, estimateSample))
 	return est, nil
+}
+
+// estimateSample is how many records a plan reads to see what they hold.
+const estimateSample = 64
+
+// sample reads the file's first n records, fewer if one cannot be read:
+// the run reports that.
+func (l *Load) sample(n int) []*conv.Record {
+	r, err := dataset.Open(l.path, l.readOptions())
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	var recs []*conv.Record
+	for len(recs) < n {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		recs = append(recs, rec)
+	}
+	return recs
 }
