@@ -88,11 +88,11 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 			return out, fmt.Errorf("budget: read earlier usage: %w", err)
 		}
 	}
-	// Ask the budget whether it would send a request, as a run's first
+	// Ask the budget whether it would send a record, as a run's first
 	// request does: near its end the margin it keeps for long answers
 	// admits none, and a plan promising work no run does would never settle.
 	exhausted := false
-	t, err := g.budget.admit(context.Background(), int(in.PromptTokens/int64(in.Records)), 1)
+	t, err := g.budget.admit(context.Background(), int(in.PromptTokens/int64(in.Records)), max(int(math.Round(answers)), 1))
 	switch {
 	case errors.Is(err, ErrBudgetExhausted):
 		exhausted = true
