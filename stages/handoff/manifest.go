@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
 // Manifest describes a version: what it holds, where it came from and
@@ -105,7 +107,8 @@ func (h *Handoff) newManifest() *Manifest {
 		m.OnOverflow = h.opts.OnOverflow
 	}
 	if h.tmpl != nil {
-		sha, _ := h.Fingerprint()
+		// The files' hash alone: the fingerprint also names the generation.
+		sha, _ := tokenizer.FilesHash(h.paths...)
 		m.Tokenizer = &Identity{Path: h.opts.Tokenizer, FilesSHA: sha, ChatTemplateSHA: h.tmpl.Hash(),
 			ChatTemplateKwargs: h.opts.ChatTemplateKwargs, Date: h.opts.Date}
 	}

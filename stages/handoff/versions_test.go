@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -188,5 +189,15 @@ func TestHandoff_SamplingIsPartOfTheRows(t *testing.T) {
 	enginetest.Run(t, p, store, nil)
 	if current(t, dir) == first || !slices.Equal(temperatures(), []float64{0.9, 0.9, 0.9, 0.9, 0.9, 0.9}) {
 		t.Errorf("after temperature 0.6 -> 0.9: version %s (was %s), rows' temperatures %v; want a new version at 0.9", current(t, dir), first, temperatures())
+	}
+	// The manifest names the tokenizer by its files' hash alone, the same
+	// in both versions: the sampling is the generation's, said apart.
+	files := func(version string) string {
+		tok, _ := manifest(t, dir, version)["tokenizer"].(map[string]any)
+		sha, _ := tok["files_sha256"].(string)
+		return sha
+	}
+	if a, b := files(first), files(current(t, dir)); a != b || !regexp.MustCompile(`^[0-9a-f]{16,64}$`).MatchString(a) {
+		t.Errorf("manifest tokenizer files_sha256: %q then %q; want one hex hash of the tokenizer's files", a, b)
 	}
 }
