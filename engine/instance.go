@@ -74,6 +74,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 		extra["external"] = ext
 	}
 	fp, config := fingerprint(n.Stage.Kind.Name, opts, extra)
+	inst.ConfigFP = fp
 
 	conc := 4 * runtime.NumCPU()
 	if c, ok := st.(stages.Concurrenter); ok {

@@ -55,6 +55,10 @@ type Instance struct {
 	Shared *Shared
 	// DryRun is set when the stage is built only to plan.
 	DryRun bool
+	// ConfigFP fingerprints the instance's configuration (the options
+	// that change its output, and its kind's Fingerprint), set once the
+	// stage is built: work a kind keeps between runs belongs to it.
+	ConfigFP string
 	// Force is set, before the stage runs, when the user asked to redo
 	// this instance even if up to date (run --force): a kind with work of
 	// its own beside its records (handoff's launches) redoes that too.
@@ -539,6 +543,8 @@ type Checkpoints interface {
 	EachCheckpoint(prefix string, fn func(key string, value []byte) error) error
 	// PutCheckpoint stores value under key, replacing what was there.
 	PutCheckpoint(key string, value []byte) error
+	// DropCheckpoint forgets the value under key, if any.
+	DropCheckpoint(key string) error
 }
 
 // Docs lists k's options with their types, defaults and docs.

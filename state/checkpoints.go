@@ -51,3 +51,11 @@ func (c *Checkpoints) PutCheckpoint(key string, value []byte) error {
 	}
 	return nil
 }
+
+// DropCheckpoint forgets the value under key, if any.
+func (c *Checkpoints) DropCheckpoint(key string) error {
+	if _, err := c.s.w.Exec(`DELETE FROM checkpoints WHERE instance = ? AND key = ?`, c.instance, key); err != nil {
+		return fmt.Errorf("checkpoint %s of %s: %w", key, c.instance, err)
+	}
+	return nil
+}

@@ -26,8 +26,8 @@ func checkpoints(t *testing.T, s *Store, instance, prefix string) map[string]str
 }
 
 // TestStore_Checkpoints: a kind's checkpoints are kept per instance,
-// replaced by key, listed by prefix in key order, and forgotten by Reset
-// of their instance only.
+// replaced by key, listed by prefix in key order, dropped by key, and
+// forgotten by Reset of their instance only.
 func TestStore_Checkpoints(t *testing.T) {
 	s := openTemp(t)
 	for _, c := range []struct{ inst, key, value string }{
@@ -47,6 +47,15 @@ func TestStore_Checkpoints(t *testing.T) {
 	}
 	if got := checkpoints(t, s, "h", ""); len(got) != 3 {
 		t.Errorf("h, every key: %v", got)
+	}
+	if err := s.Checkpoints("h").DropCheckpoint("other/x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkpoints(t, s, "h", ""); len(got) != 2 || got["other/x"] != "" {
+		t.Errorf("h after dropping other/x: %v", got)
+	}
+	if got := checkpoints(t, s, "g", ""); len(got) != 1 {
+		t.Errorf("dropping h's other/x touched g: %v", got)
 	}
 	if err := s.Reset([]string{"h"}); err != nil {
 		t.Fatal(err)

@@ -74,6 +74,17 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 	steps := 0
 	var spent int
 	var turns []conv.Turn
+	// asked are the answers so far, in order; a record of several keeps
+	// them in a checkpoint as they come, and takes them from one that an
+	// interrupted run left.
+	var asked []*conv.Generation
+	var keep *answersSoFar
+	var saved []*conv.Generation
+	total := g.answers(rec)
+	if total > 1 {
+		keep = g.answersSoFar(rec)
+		saved = keep.load(rec)
+	}
 	// turn keeps an answer that a later one follows, at its place in the
 	// conversation, with the ids it was given and produced.
 	turn := func(at int, gen *conv.Generation, sent int) {
@@ -90,6 +101,12 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		}
 		steps++
 		lastSent = len(ids)
+		if steps <= len(saved) {
+			gen := saved[steps-1]
+			asked = append(asked, gen)
+			spent += gen.CompletionTokens
+			return gen, nil
+		}
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
 			MaxTokens: g.maxTokens, ChatTemplateKwargs: g.opts.ChatTemplateKwargs, Sampling: backend.Sampling{
 				Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK, Stop: g.opts.Stop, Seed: g.opts.Seed}}
@@ -106,6 +123,10 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			g.recount(gen)
 			gen.MaxTokens = g.maxTokens
 			spent += gen.CompletionTokens
+			asked = append(asked, gen)
+			if steps < total {
+				keep.save(rec, asked)
+			}
 		}
 		return gen, err
 	}
@@ -175,6 +196,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		gen.Turns = turns
 	}
 	out.Generation = gen
+	keep.drop()
 	return &out, nil
 }
 

@@ -50,6 +50,8 @@ type Generate struct {
 	// answered reports this instance's live answers so far, so a plan
 	// prices the records left at their mean; nil when nothing has run.
 	answered func() (stages.Usage, error)
+	// inst is the instance, for its checkpoints (answersSoFar).
+	inst *stages.Instance
 }
 
 var (
@@ -72,7 +74,7 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		return nil, err
 	}
 	g := &Generate{opts: o, ep: v.(*endpoint), ds: inst.Dataset, maxTokens: o.MaxTokens.Int(), retries: *o.Retries,
-		log: inst.Log, id: inst.ID, share: o.Share.Float()}
+		log: inst.Log, id: inst.ID, share: o.Share.Float(), inst: inst}
 	if !(g.share > 0) || math.IsInf(g.share, 0) { // !(> 0) refuses NaN too
 		return nil, o.Share.Errorf("share evaluates to %v; want a finite number above 0", g.share)
 	}
