@@ -7,6 +7,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/dataset"
+	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
@@ -106,6 +107,12 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			asked = append(asked, gen)
 			spent += gen.CompletionTokens
 			return gen, nil
+		}
+		if keep != nil && len(asked) > 0 && stages.Stopping(ctx) {
+			// The run is stopping and the answers so far are kept: the next
+			// run asks the rest, rather than this one holding Ctrl-C for
+			// every turn a long conversation has left.
+			return nil, stages.ErrInterrupted
 		}
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
 			MaxTokens: g.maxTokens, ChatTemplateKwargs: g.opts.ChatTemplateKwargs, Sampling: backend.Sampling{

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
@@ -149,5 +151,84 @@ stages:
 	}
 	if first, second := take(); first != 12 || second != 12 {
 		t.Errorf("--force: %d first and %d second questions asked; want 12 of each", first, second)
+	}
+}
+
+// TestConverse_StopsBetweenAnswers: once a run is told to stop (Ctrl-C),
+// a record of several questions whose answers so far are kept asks no
+// further question: the run ends when the requests in flight do, not when
+// every conversation in flight has had all its answers, and the next run
+// asks only the questions left.
+func TestConverse_StopsBetweenAnswers(t *testing.T) {
+	sim, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 6, MeanTokens: 30})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		asked = map[int]int{} // requests by the number of messages sent
+		stop  func()
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		mu.Lock()
+		n := len(req.Messages)
+		asked[n]++
+		if n == 3 && stop != nil {
+			// The first second question: the user presses Ctrl-C.
+			stop()
+			stop = nil
+		}
+		mu.Unlock()
+		if n == 3 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	take := func() map[int]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := maps.Clone(asked)
+		clear(asked)
+		return out
+	}
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&b, `{"turns":["Question %d: name a river.","A lake near it?","And a mountain?"]}`+"\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := fmt.Sprintf(`version: 1
+name: stop
+state: state.db
+datasets: {mt: {source: mt.jsonl}}
+endpoints: {e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 4}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 100}}
+`, srv.URL)
+	p, store := enginetest.Open(t, dir, spec)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mu.Lock()
+	stop = cancel
+	mu.Unlock()
+	_, _ = p.Run(ctx, store, engine.RunOptions{Log: &bytes.Buffer{}})
+	stopped := take()
+	if stopped[5] != 0 {
+		t.Errorf("after the stop the run asked %d third questions; want none: the records wait for the next run", stopped[5])
+	}
+	enginetest.Run(t, p, store, nil)
+	rest := take()
+	if stopped[1]+rest[1] != 8 || stopped[3]+rest[3] != 8 || rest[5] != 8 {
+		t.Errorf("questions asked (by messages sent) in the stopped run %v and the next %v; want each of the 8 records' three questions once", stopped, rest)
 	}
 }
