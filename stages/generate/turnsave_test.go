@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,113 @@ import (
 	"github.com/eaglet-dev/eaglet/state"
 )
 
+// questions is a sim chat server that counts the generation requests it
+// receives by the number of messages they send (1: a first question, 3: a
+// second, 5: a third); before answering it calls hook, which may refuse
+// the request or hold it.
+type questions struct {
+	URL   string
+	mu    sync.Mutex
+	asked map[int]int
+	hook  func(messages int) (refuse bool, hold time.Duration)
+}
+
+func serveQuestions(t *testing.T, seed uint64) *questions {
+	t.Helper()
+	model, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: seed, MeanTokens: 40})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &questions{asked: map[int]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		n := len(req.Messages)
+		q.mu.Lock()
+		if r.Method == http.MethodPost {
+			q.asked[n]++
+		}
+		hook := q.hook
+		q.mu.Unlock()
+		if hook != nil {
+			refuse, hold := hook(n)
+			if refuse {
+				http.Error(w, `{"error":{"message":"refused"}}`, http.StatusBadRequest)
+				return
+			}
+			time.Sleep(hold)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		model.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { srv.Close(); model.Close() })
+	q.URL = srv.URL
+	return q
+}
+
+// take returns the requests counted since the last call.
+func (q *questions) take() map[int]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := maps.Clone(q.asked)
+	clear(q.asked)
+	return out
+}
+
+func (q *questions) setHook(hook func(messages int) (bool, time.Duration)) {
+	q.mu.Lock()
+	q.hook = hook
+	q.mu.Unlock()
+}
+
+// questionSpec writes n records asking the questions (%d in the first: the
+// record's number) into dir and returns a spec generating their answers from url.
+func questionSpec(t *testing.T, dir, url string, n int, asks ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		turns := slices.Clone(asks)
+		turns[0] = fmt.Sprintf(asks[0], i)
+		line, _ := json.Marshal(map[string]any{"turns": turns})
+		b.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`version: 1
+name: questions
+state: state.db
+datasets: {mt: {source: mt.jsonl}}
+endpoints: {e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 4}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 200, retries: 0}}
+`, url)
+}
+
+// conversations reads each answered record of dir's store: the messages
+// with the target's answers, and its last answer.
+func conversations(t *testing.T, store *state.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := store.EachOutput(context.Background(), []string{"generate[mt]"}, func(r state.Row) error {
+		var rec conv.Record
+		if err := json.Unmarshal(r.Data, &rec); err != nil {
+			return err
+		}
+		b, err := json.Marshal([]any{rec.Messages, rec.Generation.Content})
+		out[r.Key] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestConverse_KeepsAnswersSoFar: a record of two questions (MT-Bench)
 // whose second answer is not had (the run was killed, or the request
 // failed) keeps its first answer: the next run asks only the second
@@ -31,106 +139,28 @@ import (
 // answers are those a run without the interruption gives. --force asks
 // both again.
 func TestConverse_KeepsAnswersSoFar(t *testing.T) {
-	sim, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 5, MeanTokens: 40})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu       sync.Mutex
-		refuse   bool
-		asked    = map[int]int{} // requests by the number of messages sent
-		firstAsk = map[string]int{}
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []struct {
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		_ = json.Unmarshal(body, &req)
-		mu.Lock()
-		n := len(req.Messages)
-		asked[n]++
-		if n == 1 {
-			firstAsk[req.Messages[0].Content]++
-		}
-		no := refuse && n > 1
-		mu.Unlock()
-		if no {
-			http.Error(w, `{"error":{"message":"the second question is refused"}}`, http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sim.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { srv.Close(); sim.Close() })
-	take := func() (first, second int) {
-		mu.Lock()
-		defer mu.Unlock()
-		first, second = asked[1], asked[3]
-		clear(asked)
-		return first, second
-	}
-
-	dir := t.TempDir()
-	var b strings.Builder
-	for i := range 12 {
-		fmt.Fprintf(&b, `{"turns":["Question %d: name a river.","Now name a lake near it."]}`+"\n", i)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	spec := fmt.Sprintf(`version: 1
-name: keep
-state: state.db
-datasets: {mt: {source: mt.jsonl}}
-endpoints: {e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 4}}
-stages:
-  - {name: load, uses: load, foreach: datasets}
-  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 200, retries: 0}}
-`, srv.URL)
-	// answers reads each record's conversation as answered: the messages
-	// with the target's answers, and its last answer.
-	answers := func(store *state.Store) map[string]string {
-		t.Helper()
-		out := map[string]string{}
-		err := store.EachOutput(context.Background(), []string{"generate[mt]"}, func(r state.Row) error {
-			var rec conv.Record
-			if err := json.Unmarshal(r.Data, &rec); err != nil {
-				return err
-			}
-			b, err := json.Marshal([]any{rec.Messages, rec.Generation.Content})
-			out[r.Key] = string(b)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	q := serveQuestions(t, 5)
+	dir, clean := t.TempDir(), t.TempDir()
+	ask := []string{"Question %d: name a river.", "Now name a lake near it."}
+	spec := questionSpec(t, dir, q.URL, 12, ask...)
+	questionSpec(t, clean, q.URL, 12, ask...)
 
 	// Every second question refused: each record fails after its first answer.
-	refuse = true
+	q.setHook(func(n int) (bool, time.Duration) { return n > 1, 0 })
 	enginetest.OpenAndRun(t, dir, spec)
-	if first, second := take(); first != 12 || second != 12 {
-		t.Fatalf("first run: %d first and %d second questions asked; want 12 of each", first, second)
+	if got := q.take(); got[1] != 12 || got[3] != 12 {
+		t.Fatalf("first run: %v questions asked by messages sent; want 12 first and 12 second", got)
 	}
 	// The next run asks the second questions only.
-	refuse = false
-	enginetest.OpenAndRun(t, dir, spec)
-	if first, second := take(); first != 0 || second != 12 {
-		t.Errorf("second run: %d first and %d second questions asked; want only the 12 second ones", first, second)
+	q.setHook(nil)
+	p, store, _ := enginetest.OpenAndRun(t, dir, spec)
+	if got := q.take(); got[1] != 0 || got[3] != 12 {
+		t.Errorf("second run: %v questions asked by messages sent; want only the 12 second ones", got)
 	}
 	// The answers are those of a run that was never interrupted.
-	clean := t.TempDir()
-	if err := os.WriteFile(filepath.Join(clean, "mt.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	_, cleanStore, _ := enginetest.OpenAndRun(t, clean, spec)
-	take()
-	_, kept := enginetest.Open(t, dir, spec)
-	got, want := answers(kept), answers(cleanStore)
+	q.take()
+	got, want := conversations(t, store), conversations(t, cleanStore)
 	if len(got) != 12 || len(want) != 12 {
 		t.Fatalf("%d and %d answered records; want 12", len(got), len(want))
 	}
@@ -141,7 +171,6 @@ stages:
 	}
 	// Nothing is kept once the records are answered: --force asks both
 	// questions again.
-	p, store := enginetest.Open(t, dir, spec)
 	force := map[*engine.Node]bool{}
 	for _, n := range enginetest.Stage(t, p, "generate", "mt") {
 		force[n] = true
@@ -149,8 +178,8 @@ stages:
 	if _, err := p.Run(context.Background(), store, engine.RunOptions{Force: force, Log: &bytes.Buffer{}}); err != nil {
 		t.Fatal(err)
 	}
-	if first, second := take(); first != 12 || second != 12 {
-		t.Errorf("--force: %d first and %d second questions asked; want 12 of each", first, second)
+	if got := q.take(); got[1] != 12 || got[3] != 12 {
+		t.Errorf("--force: %v questions asked by messages sent; want 12 first and 12 second", got)
 	}
 }
 
@@ -160,74 +189,29 @@ stages:
 // every conversation in flight has had all its answers, and the next run
 // asks only the questions left.
 func TestConverse_StopsBetweenAnswers(t *testing.T) {
-	sim, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 6, MeanTokens: 30})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		asked = map[int]int{} // requests by the number of messages sent
-		stop  func()
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []json.RawMessage `json:"messages"`
-		}
-		_ = json.Unmarshal(body, &req)
-		mu.Lock()
-		n := len(req.Messages)
-		asked[n]++
-		if n == 3 && stop != nil {
-			// The first second question: the user presses Ctrl-C.
-			stop()
-			stop = nil
-		}
-		mu.Unlock()
-		if n == 3 {
-			time.Sleep(300 * time.Millisecond)
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sim.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { srv.Close(); sim.Close() })
-	take := func() map[int]int {
-		mu.Lock()
-		defer mu.Unlock()
-		out := maps.Clone(asked)
-		clear(asked)
-		return out
-	}
+	q := serveQuestions(t, 6)
 	dir := t.TempDir()
-	var b strings.Builder
-	for i := range 8 {
-		fmt.Fprintf(&b, `{"turns":["Question %d: name a river.","A lake near it?","And a mountain?"]}`+"\n", i)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	spec := fmt.Sprintf(`version: 1
-name: stop
-state: state.db
-datasets: {mt: {source: mt.jsonl}}
-endpoints: {e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 4}}
-stages:
-  - {name: load, uses: load, foreach: datasets}
-  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 100}}
-`, srv.URL)
+	spec := questionSpec(t, dir, q.URL, 8, "Question %d: name a river.", "A lake near it?", "And a mountain?")
 	p, store := enginetest.Open(t, dir, spec)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mu.Lock()
-	stop = cancel
-	mu.Unlock()
+	var once sync.Once
+	q.setHook(func(n int) (bool, time.Duration) {
+		if n != 3 {
+			return false, 0
+		}
+		// The first second question: the user presses Ctrl-C while it runs.
+		once.Do(cancel)
+		return false, 300 * time.Millisecond
+	})
 	_, _ = p.Run(ctx, store, engine.RunOptions{Log: &bytes.Buffer{}})
-	stopped := take()
+	stopped := q.take()
 	if stopped[5] != 0 {
 		t.Errorf("after the stop the run asked %d third questions; want none: the records wait for the next run", stopped[5])
 	}
+	q.setHook(nil)
 	enginetest.Run(t, p, store, nil)
-	rest := take()
+	rest := q.take()
 	if stopped[1]+rest[1] != 8 || stopped[3]+rest[3] != 8 || rest[5] != 8 {
 		t.Errorf("questions asked (by messages sent) in the stopped run %v and the next %v; want each of the 8 records' three questions once", stopped, rest)
 	}
