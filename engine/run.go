@@ -150,6 +150,9 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	}
 	wg.Wait()
 	stopProg()
+	// What kinds keep of their own work in batches (a multi-answer
+	// record's answers so far) is written before the run says it ended.
+	flushErr := store.FlushKept()
 
 	out := make([]*Result, 0, len(nodes))
 	var failed []string
@@ -170,7 +173,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	case interrupted || ctx.Err() != nil:
 		return out, ErrInterrupted
 	}
-	return out, nil
+	return out, flushErr
 }
 
 // partialInputs names, for a stage that writes a file, the instances it

@@ -543,8 +543,11 @@ type Checkpoints interface {
 	EachCheckpoint(prefix string, fn func(key string, value []byte) error) error
 	// PutCheckpoint stores value under key, replacing what was there.
 	PutCheckpoint(key string, value []byte) error
-	// DropCheckpoint forgets the value under key, if any.
-	DropCheckpoint(key string) error
+	// KeepLater stores value under key, or forgets key when value is
+	// nil, in a batch written within a moment: for what a kill may lose
+	// at small cost. Flush writes the batch at once.
+	KeepLater(key string, value []byte)
+	Flush() error
 }
 
 // Docs lists k's options with their types, defaults and docs.

@@ -3,6 +3,8 @@ package state
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Checkpoints are what a stage kind records of one instance's own work
@@ -52,10 +54,97 @@ func (c *Checkpoints) PutCheckpoint(key string, value []byte) error {
 	return nil
 }
 
-// DropCheckpoint forgets the value under key, if any.
-func (c *Checkpoints) DropCheckpoint(key string) error {
-	if _, err := c.s.w.Exec(`DELETE FROM checkpoints WHERE instance = ? AND key = ?`, c.instance, key); err != nil {
-		return fmt.Errorf("checkpoint %s of %s: %w", key, c.instance, err)
+// KeepLater stores value under key, or forgets key when value is nil, in
+// a batch written within laterEvery: for what a kill may lose at small
+// cost (a multi-answer record's answers so far), since a transaction of
+// one row writes a page or two of the WAL. Flush and Close write it at
+// once.
+func (c *Checkpoints) KeepLater(key string, value []byte) {
+	c.s.later.add(laterOp{instance: c.instance, key: key, value: value})
+}
+
+// Flush writes what KeepLater holds.
+func (c *Checkpoints) Flush() error { return c.s.later.flush() }
+
+// FlushKept writes what every instance's KeepLater holds.
+func (s *Store) FlushKept() error { return s.later.flush() }
+
+// laterEvery is how long KeepLater holds a write; laterBatch writes
+// flush at once.
+const (
+	laterEvery = 100 * time.Millisecond
+	laterBatch = 512
+)
+
+type laterOp struct {
+	instance, key string
+	value         []byte
+}
+
+// laterWriter holds KeepLater's writes until its timer or its size.
+type laterWriter struct {
+	s       *Store
+	mu      sync.Mutex
+	pending []laterOp
+	timer   *time.Timer
+	// writing lets one flush write at a time, in the order they took
+	// their batches.
+	writing sync.Mutex
+	err     error
+}
+
+func (l *laterWriter) add(op laterOp) {
+	l.mu.Lock()
+	l.pending = append(l.pending, op)
+	n := len(l.pending)
+	if n == 1 {
+		l.timer = time.AfterFunc(laterEvery, func() { l.flush() })
 	}
-	return nil
+	l.mu.Unlock()
+	if n >= laterBatch {
+		go l.flush()
+	}
+}
+
+// flush writes the held batch in one transaction and returns the first
+// error any flush met.
+func (l *laterWriter) flush() error {
+	if l == nil {
+		return nil // a read-only store
+	}
+	l.writing.Lock()
+	defer l.writing.Unlock()
+	l.mu.Lock()
+	ops := l.pending
+	l.pending = nil
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.mu.Unlock()
+	if len(ops) > 0 {
+		if err := l.write(ops); err != nil && l.err == nil {
+			l.err = fmt.Errorf("checkpoints: %w", err)
+		}
+	}
+	return l.err
+}
+
+func (l *laterWriter) write(ops []laterOp) error {
+	tx, err := l.s.w.Begin()
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.value == nil {
+			_, err = tx.Exec(`DELETE FROM checkpoints WHERE instance = ? AND key = ?`, op.instance, op.key)
+		} else {
+			_, err = tx.Exec(`INSERT OR REPLACE INTO checkpoints (instance, key, value) VALUES (?, ?, ?)`, op.instance, op.key, string(op.value))
+		}
+		if err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func checkpoints(t *testing.T, s *Store, instance, prefix string) map[string]string {
@@ -26,8 +27,8 @@ func checkpoints(t *testing.T, s *Store, instance, prefix string) map[string]str
 }
 
 // TestStore_Checkpoints: a kind's checkpoints are kept per instance,
-// replaced by key, listed by prefix in key order, dropped by key, and
-// forgotten by Reset of their instance only.
+// replaced by key, listed by prefix in key order, written in batches by
+// KeepLater, and forgotten by Reset of their instance only.
 func TestStore_Checkpoints(t *testing.T) {
 	s := openTemp(t)
 	for _, c := range []struct{ inst, key, value string }{
@@ -48,14 +49,34 @@ func TestStore_Checkpoints(t *testing.T) {
 	if got := checkpoints(t, s, "h", ""); len(got) != 3 {
 		t.Errorf("h, every key: %v", got)
 	}
-	if err := s.Checkpoints("h").DropCheckpoint("other/x"); err != nil {
+	// KeepLater holds its writes for a moment, in order, then writes
+	// them in one batch; Flush writes them at once.
+	h := s.Checkpoints("h")
+	h.KeepLater("later/a", []byte(`{"a":1}`))
+	h.KeepLater("later/a", []byte(`{"a":2}`))
+	h.KeepLater("later/b", []byte(`{}`))
+	h.KeepLater("later/b", nil)
+	h.KeepLater("other/x", nil)
+	if got := checkpoints(t, s, "h", "later/"); len(got) != 0 {
+		t.Errorf("KeepLater wrote at once: %v", got)
+	}
+	if err := h.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if got := checkpoints(t, s, "h", ""); len(got) != 2 || got["other/x"] != "" {
-		t.Errorf("h after dropping other/x: %v", got)
+	if got := checkpoints(t, s, "h", ""); len(got) != 3 || got["later/a"] != `{"a":2}` || got["other/x"] != "" {
+		t.Errorf("h after KeepLater and Flush: %v", got)
 	}
 	if got := checkpoints(t, s, "g", ""); len(got) != 1 {
-		t.Errorf("dropping h's other/x touched g: %v", got)
+		t.Errorf("forgetting h's other/x touched g: %v", got)
+	}
+	// Without Flush, the timer writes the batch.
+	h.KeepLater("later/c", []byte(`{"c":1}`))
+	deadline := time.Now().Add(5 * time.Second)
+	for checkpoints(t, s, "h", "later/c")["later/c"] == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := checkpoints(t, s, "h", "later/c"); got["later/c"] != `{"c":1}` {
+		t.Errorf("a held write was not written within 5 s: %v", got)
 	}
 	if err := s.Reset([]string{"h"}); err != nil {
 		t.Fatal(err)

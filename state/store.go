@@ -216,6 +216,8 @@ type Store struct {
 	// sortBufs holds the buffers of sorts, each of sortMemory bytes (but
 	// in tests) before it spills to temporary files beside the store.
 	sortBufs *sortBufs
+	// later batches the checkpoint writes a kill may lose (KeepLater).
+	later *laterWriter
 }
 
 // Open opens (creating if needed) the store at path and migrates it.
@@ -251,6 +253,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	s := &Store{path: path, w: w, sortBufs: newSortBufs(sortMemory)}
+	s.later = &laterWriter{s: s}
 	if err := s.migrate(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
@@ -392,11 +395,11 @@ func Holder(path string) int {
 
 // Close releases the lock and closes the database.
 func (s *Store) Close() error {
+	errs := []error{s.FlushKept()}
 	if s.lock != nil {
 		syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
 		s.lock.Close()
 	}
-	var errs []error
 	if s.raw != nil {
 		errs = append(errs, s.raw.close())
 	}

@@ -112,6 +112,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			// The run is stopping and the answers so far are kept: the next
 			// run asks the rest, rather than this one holding Ctrl-C for
 			// every turn a long conversation has left.
+			keep.flush()
 			return nil, stages.ErrInterrupted
 		}
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,

@@ -74,21 +74,28 @@ func (s *answersSoFar) load(rec *conv.Record) []*conv.Generation {
 	return saved.Answers
 }
 
-// save keeps the answers so far. A checkpoint that cannot be written
-// costs only answers asked again after a kill, so it does not fail the
-// record.
+// save keeps the answers so far, in the next batch of checkpoints: a kill
+// loses at most the last moment's, asked again. A checkpoint that cannot
+// be written costs only that too, so it does not fail the record.
 func (s *answersSoFar) save(rec *conv.Record, answers []*conv.Generation) {
 	if s == nil {
 		return
 	}
 	if b, err := json.Marshal(savedAnswers{Prompt: promptHash(rec), Answers: answers}); err == nil {
-		_ = s.cp.PutCheckpoint(s.key, b)
+		s.cp.KeepLater(s.key, b)
 	}
 }
 
 // drop forgets the checkpoint once the record is answered.
 func (s *answersSoFar) drop() {
 	if s != nil {
-		_ = s.cp.DropCheckpoint(s.key)
+		s.cp.KeepLater(s.key, nil)
+	}
+}
+
+// flush writes the answers so far at once, for a run that is stopping.
+func (s *answersSoFar) flush() {
+	if s != nil {
+		_ = s.cp.Flush()
 	}
 }
