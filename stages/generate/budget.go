@@ -170,16 +170,19 @@ func (l *limit) cost(prompt int, completion float64, n int64) float64 {
 
 // admit blocks until a record with promptTokens and that many answers fits
 // under every limit, or returns ErrBudgetExhausted when nothing in flight
-// can free room and it still does not fit.
-func (b *budget) admit(ctx context.Context, promptTokens, answers int) (*ticket, error) {
+// can free room and it still does not fit. known is the tokens of the
+// record's answers an interrupted run kept: it is priced as a record in
+// flight that far along, and they count as spent when it finishes.
+func (b *budget) admit(ctx context.Context, promptTokens, answers, known int) (*ticket, error) {
 	answers = max(answers, 1)
 	defer b.wake(ctx)()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.await(ctx, true, func() (bool, bool) { return b.fits(promptTokens, answers) }); err != nil {
+	if err := b.await(ctx, true, func() (bool, bool) { return b.fits(promptTokens, answers, known) }); err != nil {
 		return nil, err
 	}
 	t := &ticket{b: b, prompt: promptTokens, answers: answers}
+	t.base.Store(int64(known))
 	b.inflight[t] = struct{}{}
 	return t, nil
 }
@@ -224,11 +227,11 @@ func (b *budget) await(ctx context.Context, wait bool, fits func() (fits, possib
 	}
 }
 
-// fits says whether a new request fits now, and whether it could ever
-// (false once a limit is spent).
-func (b *budget) fits(prompt, answers int) (fits, possible bool) {
+// fits says whether a new record fits now, and whether it could ever
+// (false once a limit is spent); known tokens of its answers are had.
+func (b *budget) fits(prompt, answers, known int) (fits, possible bool) {
 	return b.fitsWith(func(d lengthDist) (func(*limit) float64, float64) {
-		mean, variance := d.records(0, answers)
+		mean, variance := d.records(known/answers, answers)
 		return func(l *limit) float64 { return l.cost(prompt, mean, 1) }, variance
 	})
 }

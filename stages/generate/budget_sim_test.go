@@ -119,7 +119,7 @@ func simulateBudget(seed uint64, max float64, items, slots int, path shows, prio
 			if second[next] > 0 {
 				answers = 2
 			}
-			fits, possible := b.fits(0, answers)
+			fits, possible := b.fits(0, answers, 0)
 			if !fits && possible {
 				return
 			}

@@ -20,7 +20,7 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 		b := newBudget([]*limit{tokens}, 0, newLengthModel(1_000, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
 		// One request in flight, expected at 1,000 tokens with a wide
 		// margin: 9,000 known tokens do not fit beside it now.
-		tk, err := b.admit(context.Background(), 0, 1)
+		tk, err := b.admit(context.Background(), 0, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,4 +79,29 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 			t.Fatalf("got %v; want the run's end", err)
 		}
 	})
+}
+
+// TestBudget_KeptAnswersArePriced: a record resumed with answers an
+// interrupted run kept is priced as a record in flight that far along,
+// not as one with nothing yet: those tokens count when it finishes.
+func TestBudget_KeptAnswersArePriced(t *testing.T) {
+	tokens := &limit{name: "completion_tokens", max: 6_000, fixed: func(int) float64 { return 0 }, perToken: 1}
+	b := newBudget([]*limit{tokens}, 0, newLengthModel(200, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
+	if err := b.ensurePrior(); err != nil {
+		t.Fatal(err)
+	}
+	if fits, _ := b.fits(0, 3, 0); !fits {
+		t.Fatal("a three-question record of 200-token answers does not fit in 6,000 tokens")
+	}
+	if fits, _ := b.fits(0, 3, 7_000); fits {
+		t.Error("a three-question record with 7,000 tokens of answers kept fits in 6,000")
+	}
+	tokens.max = 100_000
+	tk, err := b.admit(context.Background(), 0, 3, 1_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tk.produced(b.now(), &b.pace); got != 1_000 {
+		t.Errorf("admitted with 1,000 tokens kept, the ticket shows %d", got)
+	}
 }

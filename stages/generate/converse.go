@@ -70,22 +70,16 @@ func regenerated(i int, m conv.Message) bool {
 // assistant turn in order when turns is "all", and the answers to user
 // turns queued after the first (MT-Bench), each conditioned on the target's
 // own earlier answers.
-func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl *tally) (*conv.Record, error) {
+func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl *tally, keep *answersSoFar, saved []*conv.Generation) (*conv.Record, error) {
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	steps := 0
 	var spent int
 	var turns []conv.Turn
 	// asked are the answers so far, in order; a record of several keeps
-	// them in a checkpoint as they come, and takes them from one that an
-	// interrupted run left.
+	// them in keep as they come, and takes those an interrupted run left
+	// (saved) before asking the rest.
 	var asked []*conv.Generation
-	var keep *answersSoFar
-	var saved []*conv.Generation
 	total := g.answers(rec)
-	if total > 1 {
-		keep = g.answersSoFar(rec)
-		saved = keep.load(rec)
-	}
 	// turn keeps an answer that a later one follows, at its place in the
 	// conversation, with the ids it was given and produced.
 	turn := func(at int, gen *conv.Generation, sent int) {

@@ -92,7 +92,7 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	// request does: near its end the margin it keeps for long answers
 	// admits none, and a plan promising work no run does would never settle.
 	exhausted := false
-	t, err := g.budget.admit(context.Background(), int(in.PromptTokens/int64(in.Records)), max(int(math.Round(answers)), 1))
+	t, err := g.budget.admit(context.Background(), int(in.PromptTokens/int64(in.Records)), max(int(math.Round(answers)), 1), 0)
 	switch {
 	case errors.Is(err, ErrBudgetExhausted):
 		exhausted = true

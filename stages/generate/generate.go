@@ -222,9 +222,21 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	}
 	var t *ticket
 	prompt := promptTokens(rec)
+	answers := g.answers(rec)
+	// A record of several answers takes those an interrupted run kept.
+	var keep *answersSoFar
+	var saved []*conv.Generation
+	if answers > 1 {
+		keep = g.answersSoFar(rec)
+		saved = keep.load(rec)
+	}
 	if g.budget != nil {
+		known := 0
+		for _, gen := range saved {
+			known += gen.CompletionTokens
+		}
 		var err error
-		t, err = g.budget.admit(ctx, prompt, g.answers(rec))
+		t, err = g.budget.admit(ctx, prompt, answers, known)
 		if err != nil && g.quota != nil {
 			g.quota.finish(false, false)
 		}
@@ -236,7 +248,7 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		}
 	}
 	tl := &tally{}
-	out, err := g.converse(ctx, rec, t, tl)
+	out, err := g.converse(ctx, rec, t, tl, keep, saved)
 	if g.quota != nil {
 		if err == nil {
 			out.Key = rec.Key
