@@ -70,16 +70,15 @@ func regenerated(i int, m conv.Message) bool {
 // assistant turn in order when turns is "all", and the answers to user
 // turns queued after the first (MT-Bench), each conditioned on the target's
 // own earlier answers.
-func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl *tally, keep *answersSoFar, saved []*conv.Generation) (*conv.Record, error) {
+func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl *tally, keep *answersSoFar) (*conv.Record, error) {
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	steps := 0
 	var spent int
 	var turns []conv.Turn
 	// asked are the answers so far, in order; a record of several keeps
-	// them in keep as they come, and takes those an interrupted run left
-	// (saved) before asking the rest.
+	// them in keep as they come, and takes those an interrupted run kept
+	// before asking the rest.
 	var asked []*conv.Generation
-	total := g.answers(rec)
 	// turn keeps an answer that a later one follows, at its place in the
 	// conversation, with the ids it was given and produced.
 	turn := func(at int, gen *conv.Generation, sent int) {
@@ -96,8 +95,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 		}
 		steps++
 		lastSent = len(ids)
-		if steps <= len(saved) {
-			gen := saved[steps-1]
+		if gen, ok := keep.kept(steps); ok {
 			asked = append(asked, gen)
 			spent += gen.CompletionTokens
 			return gen, nil
@@ -126,9 +124,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			gen.MaxTokens = g.maxTokens
 			spent += gen.CompletionTokens
 			asked = append(asked, gen)
-			if steps < total {
-				keep.save(rec, asked)
-			}
+			keep.save(asked)
 		}
 		return gen, err
 	}

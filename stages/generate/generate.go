@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,8 +51,11 @@ type Generate struct {
 	// answered reports this instance's live answers so far, so a plan
 	// prices the records left at their mean; nil when nothing has run.
 	answered func() (stages.Usage, error)
-	// inst is the instance, for its checkpoints (answersSoFar).
-	inst *stages.Instance
+	// inst is the instance, for its checkpoints (answersSoFar); keptAny
+	// says, once asked, whether an earlier run kept answers (anyKept).
+	inst     *stages.Instance
+	keptOnce sync.Once
+	keptAny  bool
 }
 
 var (
@@ -224,19 +228,10 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	prompt := promptTokens(rec)
 	answers := g.answers(rec)
 	// A record of several answers takes those an interrupted run kept.
-	var keep *answersSoFar
-	var saved []*conv.Generation
-	if answers > 1 {
-		keep = g.answersSoFar(rec)
-		saved = keep.load(rec)
-	}
+	keep := g.answersSoFar(rec, answers)
 	if g.budget != nil {
-		known := 0
-		for _, gen := range saved {
-			known += gen.CompletionTokens
-		}
 		var err error
-		t, err = g.budget.admit(ctx, prompt, answers, known)
+		t, err = g.budget.admit(ctx, prompt, answers, keep.known())
 		if err != nil && g.quota != nil {
 			g.quota.finish(false, false)
 		}
@@ -248,7 +243,7 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		}
 	}
 	tl := &tally{}
-	out, err := g.converse(ctx, rec, t, tl, keep, saved)
+	out, err := g.converse(ctx, rec, t, tl, keep)
 	if g.quota != nil {
 		if err == nil {
 			out.Key = rec.Key

@@ -18,9 +18,14 @@ import (
 // configuration and to the record's prompt; it is dropped once the record
 // is answered, and ignored when the run redoes the instance (--force).
 type answersSoFar struct {
-	cp    stages.Checkpoints
-	key   string
-	force bool
+	cp  stages.Checkpoints
+	key string
+	// prompt hashes what the record asks (promptHash).
+	prompt string
+	// total is how many answers the record asks for; saved are those an
+	// interrupted run kept, in the order they were asked.
+	total int
+	saved []*conv.Generation
 }
 
 // errStop ends a look-up at the first checkpoint: the key itself sorts
@@ -35,11 +40,43 @@ type savedAnswers struct {
 	Answers []*conv.Generation `json:"answers"`
 }
 
-func (g *Generate) answersSoFar(rec *conv.Record) *answersSoFar {
-	if g.inst == nil || g.inst.Checkpoints == nil {
+// answersSoFar returns the checkpoint of a record asking total answers,
+// with the answers an interrupted run kept of it; nil for a record of one
+// answer, or without a store to keep them in.
+func (g *Generate) answersSoFar(rec *conv.Record, total int) *answersSoFar {
+	if total < 2 || g.inst == nil || g.inst.Checkpoints == nil {
 		return nil
 	}
-	return &answersSoFar{cp: g.inst.Checkpoints, key: "answers/" + g.inst.ConfigFP + "/" + rec.Key, force: g.inst.Force}
+	s := &answersSoFar{cp: g.inst.Checkpoints, key: "answers/" + g.inst.ConfigFP + "/" + rec.Key,
+		prompt: promptHash(rec), total: total}
+	if g.inst.Force || !g.anyKept() {
+		return s
+	}
+	var kept savedAnswers
+	found := false
+	_ = s.cp.EachCheckpoint(s.key, func(key string, value []byte) error {
+		if key == s.key {
+			found = json.Unmarshal(value, &kept) == nil
+		}
+		return errStop
+	})
+	if found && kept.Prompt == s.prompt {
+		s.saved = kept.Answers
+	}
+	return s
+}
+
+// anyKept says whether an earlier run of this configuration kept answers
+// at all, asked once a run: most runs find none, and a look-up per record
+// would cost a read of the store for each.
+func (g *Generate) anyKept() bool {
+	g.keptOnce.Do(func() {
+		_ = g.inst.Checkpoints.EachCheckpoint("answers/"+g.inst.ConfigFP+"/", func(string, []byte) error {
+			g.keptAny = true
+			return errStop
+		})
+	})
+	return g.keptAny
 }
 
 // promptHash identifies what a record asks: its messages, tools and
@@ -54,34 +91,35 @@ func promptHash(rec *conv.Record) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// load returns the answers an earlier run had for rec, in the order they
-// were asked; none when there is no checkpoint or it is of another prompt.
-func (s *answersSoFar) load(rec *conv.Record) []*conv.Generation {
-	if s == nil || s.force {
-		return nil
-	}
-	var saved savedAnswers
-	found := false
-	_ = s.cp.EachCheckpoint(s.key, func(key string, value []byte) error {
-		if key == s.key {
-			found = json.Unmarshal(value, &saved) == nil
+// known is the completion tokens of the kept answers.
+func (s *answersSoFar) known() int {
+	n := 0
+	if s != nil {
+		for _, gen := range s.saved {
+			n += gen.CompletionTokens
 		}
-		return errStop
-	})
-	if !found || saved.Prompt != promptHash(rec) {
-		return nil
 	}
-	return saved.Answers
+	return n
 }
 
-// save keeps the answers so far, in the next batch of checkpoints: a kill
-// loses at most the last moment's, asked again. A checkpoint that cannot
-// be written costs only that too, so it does not fail the record.
-func (s *answersSoFar) save(rec *conv.Record, answers []*conv.Generation) {
-	if s == nil {
+// kept returns the answer an interrupted run kept for the record's step'th
+// request (from 1), if any.
+func (s *answersSoFar) kept(step int) (*conv.Generation, bool) {
+	if s == nil || step > len(s.saved) {
+		return nil, false
+	}
+	return s.saved[step-1], true
+}
+
+// save keeps the answers so far, but the last (the record is then
+// answered), in the next batch of checkpoints: a kill loses at most the
+// last moment's, asked again. A checkpoint that cannot be written costs
+// only that too, so it does not fail the record.
+func (s *answersSoFar) save(answers []*conv.Generation) {
+	if s == nil || len(answers) >= s.total {
 		return
 	}
-	if b, err := json.Marshal(savedAnswers{Prompt: promptHash(rec), Answers: answers}); err == nil {
+	if b, err := json.Marshal(savedAnswers{Prompt: s.prompt, Answers: answers}); err == nil {
 		s.cp.KeepLater(s.key, b)
 	}
 }
