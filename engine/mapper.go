@@ -165,6 +165,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 			return r.fail(n, err)
 		}
 	}
+	r.settling.settle(n)
 	// From here every pending record has been looked for among earlier
 	// answers and the outcomes match the input: a next run that finds
 	// neither changed starts dispatching at once. Records that look when
@@ -205,6 +206,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return &Result{Node: n, Action: "would run", Why: why, Reused: reused, Shared: pending - reused - fresh, Pending: fresh}
 	}
 
+	r.settling.wait(ctx, n, r.prog.logger(n))
 	// Cost follows the work, not the number in the spec.
 	work := pending
 	if !counted {

@@ -101,6 +101,9 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	for _, n := range nodes {
 		done[n] = make(chan struct{})
 	}
+	if !opts.Dry {
+		r.settling = newSettling(nodes, inRun, done)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, n := range nodes {
@@ -222,6 +225,9 @@ type runner struct {
 	// store no failed record, so partialInputs need not count theirs
 	// (a scan of every row).
 	batches sync.Map
+	// settling orders, under a budget shared by every dataset, answers
+	// found again before new requests (nil in a dry run, which sends none).
+	settling *settling
 }
 
 func (r *runner) runNode(ctx context.Context, n *Node) *Result {

@@ -387,7 +387,9 @@ type EndpointUser interface {
 
 // Budgeted is implemented by the options of kinds that spend under a
 // budget (generate), so that the report can draw what is spent against
-// the budget itself without knowing the kind.
+// the budget itself without knowing the kind, and the engine can settle
+// the answers found again by every instance sharing one budget before any
+// of them sends a request.
 type Budgeted interface {
 	// BudgetLimits returns the budget as the spec states it, nil when
 	// there is none.

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"github.com/eaglet-dev/eaglet/stages"
+)
+
+// settling holds back the first request of an instance whose stage has one
+// budget for all its datasets until its siblings have kept the answers they
+// find again (a renamed or reordered dataset). Those cost nothing and take
+// the budget first, as plan counts them; without the wait, a sibling with a
+// short input spends the budget on new requests while a renamed dataset is
+// still being read, and the answers already paid for are left out.
+type settling struct {
+	// peers are, for each instance that waits, the siblings it waits for.
+	peers map[*Node][]*Node
+	// settled is closed once an instance has kept what it finds again or
+	// decided it looks for nothing; ended once it finished, however.
+	settled, ended map[*Node]chan struct{}
+}
+
+// newSettling finds the instances of nodes that wait. A sibling whose input
+// is made by requests (a generate stage before it) is not waited for: it may
+// take hours to be read, and its answers could not be known before then.
+func newSettling(nodes []*Node, inRun map[*Node]bool, ended map[*Node]chan struct{}) *settling {
+	s := &settling{peers: map[*Node][]*Node{}, settled: map[*Node]chan struct{}{}, ended: ended}
+	asks := func(n *Node) bool {
+		_, ok := n.Stage.Options.(stages.EndpointUser)
+		return ok
+	}
+	fedWithoutRequests := map[*Node]bool{}
+	var fed func(n *Node) bool
+	fed = func(n *Node) bool {
+		if v, ok := fedWithoutRequests[n]; ok {
+			return v
+		}
+		v := true
+		for _, up := range n.Needs {
+			if inRun[up] && (asks(up) || !fed(up)) {
+				v = false
+			}
+		}
+		fedWithoutRequests[n] = v
+		return v
+	}
+	for _, n := range nodes {
+		s.settled[n] = make(chan struct{})
+		b, ok := n.Stage.Options.(stages.Budgeted)
+		if !ok || b.BudgetLimits() == nil || !b.BudgetLimits().Shared {
+			continue
+		}
+		for _, other := range nodes {
+			if other != n && other.Stage == n.Stage && fed(other) {
+				s.peers[n] = append(s.peers[n], other)
+			}
+		}
+	}
+	return s
+}
+
+// settle says n has kept what it finds again.
+func (s *settling) settle(n *Node) {
+	if s != nil {
+		close(s.settled[n])
+	}
+}
+
+// wait returns once every sibling n waits for has settled or ended, or ctx
+// is done; logf says whom it waits for when it must.
+func (s *settling) wait(ctx context.Context, n *Node, logf func(string, ...any)) {
+	if s == nil {
+		return
+	}
+	var open []*Node
+	for _, p := range s.peers[n] {
+		select {
+		case <-s.settled[p]:
+		case <-s.ended[p]:
+		default:
+			open = append(open, p)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	ids := make([]string, len(open))
+	for i, p := range open {
+		ids[i] = p.ID
+	}
+	logf("first request waits for %s to keep the answers found again (one budget for every dataset)", strings.Join(ids, ", "))
+	for _, p := range open {
+		select {
+		case <-s.settled[p]:
+		case <-s.ended[p]:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
