@@ -10,15 +10,57 @@ import (
 )
 
 // Redact replaces every secret that came from the environment with "***".
+// A secret shorter than shortSecret characters (the "x" or "EMPTY" a local
+// server takes) is replaced only where it stands as a word of its own, so
+// that a key "x" does not turn every "max_tokens" in the log into
+// "ma***_tokens"; a longer one is replaced wherever it appears.
 func (s *Spec) Redact(text string) string {
 	for _, v := range s.secrets {
-		text = strings.ReplaceAll(text, v, "***")
+		if len(v) >= shortSecret {
+			text = strings.ReplaceAll(text, v, "***")
+		} else {
+			text = replaceWord(text, v, "***")
+		}
 	}
 	return text
 }
 
-// Secrets returns the secret values to scrub from output.
-func (s *Spec) Secrets() []string { return s.secrets }
+// shortSecret is the length from which a secret is scrubbed even inside a
+// longer word: real API keys run to dozens of characters.
+const shortSecret = 8
+
+// replaceWord replaces the occurrences of old in text that no letter, digit
+// or underscore touches on either side.
+func replaceWord(text, old, repl string) string {
+	if !strings.Contains(text, old) {
+		return text
+	}
+	var b strings.Builder
+	i := 0
+	for {
+		j := strings.Index(text[i:], old)
+		if j < 0 {
+			b.WriteString(text[i:])
+			return b.String()
+		}
+		start, end := i+j, i+j+len(old)
+		b.WriteString(text[i:start])
+		if wordByteBefore(text, start) || wordByteAt(text, end) {
+			b.WriteString(old)
+		} else {
+			b.WriteString(repl)
+		}
+		i = end
+	}
+}
+
+func wordByteBefore(text string, i int) bool { return i > 0 && isWordByte(text[i-1]) }
+
+func wordByteAt(text string, i int) bool { return i < len(text) && isWordByte(text[i]) }
+
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
 
 // RedactError returns err with secrets scrubbed from its messages. The
 // problems of a multierror stay separate and a spec *Error keeps its

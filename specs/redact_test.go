@@ -39,3 +39,28 @@ func TestSpec_Redact(t *testing.T) {
 		t.Errorf("a multierror keeps its problems and format: %q", msg)
 	}
 }
+
+// TestSpec_RedactShortSecret: a short key (the "x" or "EMPTY" local servers
+// take) is scrubbed where it stands alone, as in a header or a JSON value,
+// not inside the words of every log line; a long one is scrubbed anywhere.
+func TestSpec_RedactShortSecret(t *testing.T) {
+	src := "version: 1\nname: r\nstate: s.db\nendpoints:\n  a: {api: openai, urls: [\"http://h/v1\"], api_key: \"${SHORT_KEY}\"}\n  b: {api: openai, urls: [\"http://h/v1\"], api_key: \"${LONG_KEY}\"}\n"
+	env := map[string]string{"SHORT_KEY": "x", "LONG_KEY": "sk-0123456789"}
+	spec, _ := specs.Parse("spec.yaml", []byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if spec == nil {
+		t.Fatal("spec did not parse")
+	}
+	tests := []struct{ in, want string }{
+		{"dropped: over max_samples", "dropped: over max_samples"},
+		{"Authorization: Bearer x", "Authorization: Bearer ***"},
+		{`{"api_key":"x"}`, `{"api_key":"***"}`},
+		{"x", "***"},
+		{"3 x 4 and x-ray", "3 *** 4 and ***-ray"},
+		{"key sk-0123456789 and asksk-0123456789z", "key *** and ask***z"},
+	}
+	for _, tt := range tests {
+		if got := spec.Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
