@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
 )
@@ -68,34 +69,42 @@ func (s *settling) settle(n *Node) {
 }
 
 // wait returns once every sibling n waits for has settled or ended, or ctx
-// is done; logf says whom it waits for when it must.
+// is done. A wait of more than a second is logged with whom it is for; a
+// first run's siblings, with nothing to find again, settle within it.
 func (s *settling) wait(ctx context.Context, n *Node, logf func(string, ...any)) {
-	if s == nil {
+	if s == nil || len(s.peers[n]) == 0 {
 		return
 	}
-	var open []*Node
-	for _, p := range s.peers[n] {
-		select {
-		case <-s.settled[p]:
-		case <-s.ended[p]:
-		default:
-			open = append(open, p)
+	said := time.AfterFunc(time.Second, func() {
+		var open []string
+		for _, p := range s.peers[n] {
+			if !s.over(p) {
+				open = append(open, p.ID)
+			}
 		}
-	}
-	if len(open) == 0 {
-		return
-	}
-	ids := make([]string, len(open))
-	for i, p := range open {
-		ids[i] = p.ID
-	}
-	logf("first request waits for %s to keep the answers found again (one budget for every dataset)", strings.Join(ids, ", "))
-	for _, p := range open {
+		if len(open) > 0 {
+			logf("first request waits for %s to keep the answers found again (one budget for every dataset)", strings.Join(open, ", "))
+		}
+	})
+	defer said.Stop()
+	for _, p := range s.peers[n] {
 		select {
 		case <-s.settled[p]:
 		case <-s.ended[p]:
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// over reports whether p has settled or ended.
+func (s *settling) over(p *Node) bool {
+	select {
+	case <-s.settled[p]:
+		return true
+	case <-s.ended[p]:
+		return true
+	default:
+		return false
 	}
 }
