@@ -116,24 +116,28 @@ func ran(results []*engine.Result) bool {
 }
 
 func summarize(w io.Writer, results []*engine.Result) {
-	ran, upToDate := 0, 0
+	counts := map[string]int{}
 	for _, r := range results {
-		switch r.Action {
-		case "ran":
-			ran++
-		case "up to date":
-			upToDate++
-		}
+		counts[r.Action]++
 	}
-	if ran == 0 && upToDate == len(results) {
+	upToDate := counts["up to date"]
+	if upToDate == len(results) {
 		fmt.Fprintf(w, "everything is up to date (%s); nothing to do\n", engine.Plural(upToDate, "instance"))
 		return
+	}
+	// Every outcome is named: a run stopped by Ctrl-C ran no instance to
+	// the end, and "0 instances ran" alone hid the three it stopped.
+	parts := []string{engine.Plural(counts["ran"], "instance") + " ran"}
+	for _, action := range []string{"interrupted", "failed", "blocked"} {
+		if counts[action] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[action], action))
+		}
 	}
 	were := "were"
 	if upToDate == 1 {
 		were = "was"
 	}
-	fmt.Fprintf(w, "%s ran, %d %s up to date\n", engine.Plural(ran, "instance"), upToDate, were)
+	fmt.Fprintf(w, "%s, %d %s up to date\n", strings.Join(parts, ", "), upToDate, were)
 }
 
 // printSummary ends a run's log with what it cost and what is left: wall

@@ -164,11 +164,16 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		notes = append(notes, reasonList("bad rows skipped", r.BadRows)...)
 		notes = append(notes, reasonList("", r.Reasons)...)
 		notes = append(notes, reasonList("flagged", r.Flagged)...)
-		if r.Output != "" {
-			notes = append(notes, "wrote "+r.Output)
+		// A stale instance's files are those of its last complete pass:
+		// a run that stopped before it must not read as having rewritten them.
+		wrote, when := "wrote ", ""
+		if r.State == engine.Stale {
+			wrote, when = "holds ", " (from before its input changed; run again)"
 		}
-		for _, f := range r.MoreOutputs {
-			notes = append(notes, "wrote "+f)
+		for _, f := range append([]string{r.Output}, r.MoreOutputs...) {
+			if f != "" {
+				notes = append(notes, wrote+f+when)
+			}
 		}
 		if r.Error != "" {
 			notes = append(notes, "error: "+p.Spec.Redact(r.Error))
