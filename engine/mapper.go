@@ -234,19 +234,25 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	if sp, ok := st.(stages.Spender); ok {
 		res.Dollars = sp.Spent()
 	}
+	// A stop that came once every record had its outcome (the last answers
+	// in flight finished meanwhile) leaves nothing to do: the instance is
+	// done, not incomplete, and is saved so even though the run is ending.
+	stopped := ctx.Err() != nil
+	allDone := counted && c.processed == pending-reused
 	switch {
 	case commitErr != nil:
 		return r.fail(n, commitErr)
-	case ctx.Err() != nil:
+	case stopped && !allDone:
 		// Records given up on when the stop came are left for the next run.
 		running.Seconds += time.Since(started).Seconds()
 		r.store.PutInstance(running)
 		res.Action = "interrupted"
 		r.prog.finish(n, "interrupted; committed what finished")
 		return res
-	case err != nil:
+	case err != nil && !(stopped && errors.Is(err, context.Canceled)):
 		return r.fail(n, err)
 	}
+	ctx = context.WithoutCancel(ctx)
 	stats := state.Stats{Settled: running.Stats.Settled}
 	if c.digest != nil {
 		// The pass saw the whole output written: no need to read it back.
