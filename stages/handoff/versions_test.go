@@ -85,6 +85,14 @@ func TestHandoff_Versions(t *testing.T) {
 	if st, _ := os.Stat(shard); !st.ModTime().Equal(stat.ModTime()) {
 		t.Errorf("the version found again was rewritten")
 	}
+	// A run killed while it wrote a version left its shards in a
+	// temporary directory; the next write removes them.
+	killed := filepath.Join(dir, "out", ".tmp-123456789")
+	if err := os.MkdirAll(filepath.Join(killed, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(killed, "data", "shard-00000-of-00002.jsonl"), []byte("{\"input_ids\": [1,\n"), 0o644)
+	enginetest.OpenAndRun(t, dir, versionSpec(tokDir, 5, 0, "drop"))
 	entries, _ := os.ReadDir(filepath.Join(dir, "out"))
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".tmp-") {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -63,7 +64,10 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 	if err := h.claim(); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(h.out, ".tmp-")
+	if err := h.removeKilledWrites(); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(h.out, tmpPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +153,32 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 		}
 	}
 	return v, pointCurrent(h.out, v.rel)
+}
+
+// tmpPrefix begins the name of the directory a version is written in
+// before it is renamed to its own.
+const tmpPrefix = ".tmp-"
+
+// killedWrite matches the directories os.MkdirTemp names with tmpPrefix.
+var killedWrite = regexp.MustCompile(`^` + regexp.QuoteMeta(tmpPrefix) + `[0-9]+$`)
+
+// removeKilledWrites deletes what a killed write left in out: a version's
+// shards, as large as the version, that no run will finish. Only one run
+// uses a spec's store at a time, so none of them is still being written.
+func (h *Handoff) removeKilledWrites() error {
+	entries, err := os.ReadDir(h.out)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() && killedWrite.MatchString(e.Name()) {
+			if err := os.RemoveAll(filepath.Join(h.out, e.Name())); err != nil {
+				return fmt.Errorf("remove what a killed run left: %w", err)
+			}
+			h.inst.Log("removed %s, left by a run killed while it wrote a version", e.Name())
+		}
+	}
+	return nil
 }
 
 // claim marks out as eaglet's, as outfile does for a file, so that a later
