@@ -138,6 +138,23 @@ func (p *Pipeline) instancesError(nodes []*Node, err error) error {
 const lengthSample = 4096
 
 // usage adds up the live, done outcomes of instances.
+// finishedSlack widens the time an answer of the longest length takes at
+// the answers' mean pace: one request runs slower than the mean when the
+// server is fuller or queues it.
+const finishedSlack = 1.5
+
+// finished is Usage.Finished for one instance: the done outcomes sent at
+// least the time an answer of longest tokens takes before the last one
+// finished. None is in flight long enough to be missing from them.
+func finished(store *state.Store, id string, longest int) (records, completionTokens int64, err error) {
+	last, pace, err := store.AnswerPace(id)
+	if err != nil || last == 0 || pace <= 0 {
+		return 0, 0, err
+	}
+	takes := int64(float64(longest) / pace * finishedSlack * 1000)
+	return store.AnswersSentBy(id, last-takes)
+}
+
 func usage(store *state.Store, ids []string) (stages.Usage, error) {
 	var u stages.Usage
 	for _, id := range ids {
@@ -153,6 +170,9 @@ func usage(store *state.Store, ids []string) (stages.Usage, error) {
 		n, ptok, ctok, err := store.SupersededAnswers(id)
 		if err != nil {
 			return u, err
+		}
+		if len(ids) == 1 {
+			u.Finished = func(longest int) (int64, int64, error) { return finished(store, id, longest) }
 		}
 		u.SupersededRecords += n
 		u.SupersededPromptTokens += ptok

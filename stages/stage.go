@@ -109,6 +109,13 @@ type Usage struct {
 	// (an option changed since): budgets ignore them; a plan prices the
 	// records to redo from them.
 	SupersededRecords, SupersededPromptTokens, SupersededCompletionTokens int64
+	// Finished, when set, returns the done outcomes (and their completion
+	// tokens) whose requests were sent early enough that an answer of
+	// longest tokens had finished, at the pace answers ran, when the last
+	// one did. A run stopped early (killed, interrupted) loses the answers
+	// in flight, the long ones, so the mean of every done outcome runs
+	// short; the mean of these does not, whatever the lengths.
+	Finished func(longest int) (records, completionTokens int64, err error)
 }
 
 // Stage is implemented by exactly one of Mapper and Batch.

@@ -1131,6 +1131,33 @@ func (s *Store) CompletionLengths(inst string, n int) ([]int, error) {
 	return out, rows.Err()
 }
 
+// AnswerPace returns when the last of inst's live, done outcomes with
+// timings finished (Unix milliseconds, 0 when none has timings) and their
+// completion tokens per second of request time, from sent to done.
+func (s *Store) AnswerPace(inst string) (lastMs int64, tokensPerSecond float64, err error) {
+	var ctok, ms int64
+	err = s.r.QueryRow(`SELECT COALESCE(MAX(done_ms), 0), COALESCE(SUM(ctok), 0), COALESCE(SUM(done_ms - sent_ms), 0)
+		FROM items WHERE instance = ? AND live = 1 AND status = 0 AND sent_ms > 0 AND done_ms >= sent_ms`, inst).Scan(&lastMs, &ctok, &ms)
+	if err != nil {
+		return 0, 0, fmt.Errorf("answer pace of %s: %w", inst, err)
+	}
+	if ms > 0 {
+		tokensPerSecond = float64(ctok) * 1000 / float64(ms)
+	}
+	return lastMs, tokensPerSecond, nil
+}
+
+// AnswersSentBy counts inst's live, done outcomes whose request was sent
+// at or before ms (Unix milliseconds), and their completion tokens.
+func (s *Store) AnswersSentBy(inst string, ms int64) (n, completionTokens int64, err error) {
+	err = s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(ctok), 0) FROM items
+		WHERE instance = ? AND live = 1 AND status = 0 AND sent_ms > 0 AND sent_ms <= ?`, inst, ms).Scan(&n, &completionTokens)
+	if err != nil {
+		return 0, 0, fmt.Errorf("answers of %s sent by %d: %w", inst, ms, err)
+	}
+	return n, completionTokens, nil
+}
+
 // SupersededAnswers counts an instance's done outcomes that are no longer
 // live (an option changed since, or the record left its input) and their
 // prompt and completion tokens: how long prompts and answers ran before

@@ -124,8 +124,10 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 const measured = 20
 
 // expectedTokens is the completion tokens a record left is expected to
-// take: the mean of this instance's live answers once there are measured
-// of them (a raised cap's new records are priced as the first ones ran),
+// take: the mean of this instance's answers sent early enough that none
+// was lost in flight when a run stopped (Usage.Finished), once there are
+// measured of them; else the mean of its live answers once there are
+// measured of them (a raised cap's new records are priced as the first ones ran),
 // else what the spec says of the dataset, else the mean of the fewer live
 // answers, else of its answers before an option changed (a new
 // temperature redoes every record, at about the lengths they had), else
@@ -137,6 +139,15 @@ const measured = 20
 func (g *Generate) expectedTokens(u stages.Usage, answers float64) (per int, guessed bool) {
 	oneAnswer := func(n int) int { return int(math.Round(float64(min(n, g.maxTokens)) * answers)) }
 	per, guessed = oneAnswer(g.ep.meanTokens), !g.ep.knowsMean
+	if u.Finished != nil && answers <= 1 {
+		// A run stopped early lost its longest answers in flight: the
+		// answers sent before any of those could have been are a fair
+		// sample. (A record of several answers keeps one answer's timing.)
+		n, tokens, err := u.Finished(g.maxTokens)
+		if err == nil && n >= measured {
+			return int(max(mean(tokens, n), 1)), false
+		}
+	}
 	switch {
 	case u.Records >= measured:
 		per, guessed = int(max(mean(u.CompletionTokens, u.Records), 1)), false
