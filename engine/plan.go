@@ -92,7 +92,13 @@ func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
 			if i := strings.Index(s.Action, " ("); i >= 0 && s.Run {
 				note = s.Action[i:]
 			}
-			s.Run, s.Action = true, res.Why+note
+			why := res.Why
+			if res.Reused > 0 && res.Reused == res.Processed && strings.HasSuffix(why, " to do") {
+				// Every record to do has an earlier answer: none is asked,
+				// as "50 of 200 to do" after reuse says elsewhere.
+				why += ", none needs a request"
+			}
+			s.Run, s.Action = true, why+note
 		case "failed":
 			s.Run, s.Err = true, res.Err
 			line, _, _ := strings.Cut(p.Spec.Redact(res.Err.Error()), "\n")

@@ -124,6 +124,11 @@ func TestIdentity_NeverPayTwice(t *testing.T) {
 		{"rename the source", func() {
 			os.Rename(filepath.Join(dir, "data", "chat.jsonl"), filepath.Join(dir, "data", "renamed.jsonl"))
 			edit("  chat: {source: data/renamed.jsonl, format: messages}", "0.7")
+			// Plan says no record of it needs a request.
+			want := "30 of 30 records to do, none needs a request [30 earlier answers reused]"
+			if _, out, _ := eaglet("plan", spec); !strings.Contains(out, want) {
+				t.Fatalf("plan lacks %q:\n%s", want, out)
+			}
 		}, nil, 0, "30 done (30 reused)"},
 		{"reorder its lines", func() {
 			rev := make([]string, len(lines))
