@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/rusage"
 )
@@ -131,7 +132,7 @@ stages:
 		for _, tc := range []struct{ name, temp string }{{"unchanged", "0.7"}, {"temperature", "0.9"}} {
 			p, store := enginetest.Open(b, dir, spec(tc.temp))
 			start := time.Now()
-			for _, s := range p.Plan(store, nil) {
+			for _, s := range p.Plan(store, engine.Selection{}) {
 				if s.Err != nil {
 					b.Fatal(s.Err)
 				}

@@ -160,7 +160,7 @@ func TestPlan_SaysWhatChanged(t *testing.T) {
 	runSpec(t, writeSpec(t, dir, nil))
 	p, store := openSpec(t, writeSpec(t, dir, map[string]string{"cap": "80"}))
 	actions := map[string]string{}
-	for _, s := range p.Plan(store, nil) {
+	for _, s := range p.Plan(store, engine.Selection{}) {
 		actions[s.Node.ID] = s.Action
 	}
 	want := map[string]string{

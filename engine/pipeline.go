@@ -293,6 +293,32 @@ func (p *Pipeline) Select(stage, dataset string, downstream bool) ([]*Node, erro
 	return out, nil
 }
 
+// Selection is what `run --stage` and `plan --stage` pick: the instances
+// to bring up to date, with what they need, and those to redo even if up
+// to date.
+type Selection struct {
+	// Nodes are the instances to run; nil runs every one.
+	Nodes []*Node
+	// Force are the instances to redo.
+	Force map[*Node]bool
+}
+
+// SelectRun picks stage's instances (dataset's alone, when set); with force
+// it redoes them and adds what depends on them, which reruns if their
+// output changed.
+func (p *Pipeline) SelectRun(stage, dataset string, force bool) (Selection, error) {
+	nodes, err := p.Select(stage, dataset, force)
+	if err != nil || !force {
+		return Selection{Nodes: nodes}, err
+	}
+	first, _ := p.Select(stage, dataset, false)
+	sel := Selection{Nodes: nodes, Force: map[*Node]bool{}}
+	for _, n := range first {
+		sel.Force[n] = true
+	}
+	return sel, nil
+}
+
 // Ancestors returns the given nodes and everything they depend on, in order.
 func (p *Pipeline) Ancestors(nodes []*Node) []*Node {
 	seen := map[*Node]bool{}

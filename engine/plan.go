@@ -54,15 +54,16 @@ type Step struct {
 // Plan and run decide alike by construction: Plan runs the pipeline in dry
 // mode (RunOptions.Dry) on a snapshot of the store, so loads, caps,
 // filters, merges and answers found again are worked out exactly as the run
-// will, and only what costs requests is estimated.
-func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
-	scratch, results, cleanup, err := p.dryRun(store, force)
+// will, and only what costs requests is estimated. sel limits it to what
+// `run --stage` would do (the zero Selection: the whole run).
+func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
+	scratch, results, cleanup, err := p.dryRun(store, sel)
 	if err != nil {
 		// No snapshot (a full disk): plan from the store as it is.
-		return p.planOn(store, force)
+		return p.selected(p.planOn(store, sel.Force), sel)
 	}
 	defer cleanup()
-	steps := p.planOn(scratch, nil)
+	steps := p.selected(p.planOn(scratch, nil), sel)
 	for _, s := range steps {
 		res := results[s.Node]
 		if res == nil || s.Err != nil {
@@ -121,10 +122,28 @@ func (p *Pipeline) Plan(store *state.Store, force map[*Node]bool) []*Step {
 	return steps
 }
 
+// selected keeps the steps of the instances sel runs, with what they need.
+func (p *Pipeline) selected(steps []*Step, sel Selection) []*Step {
+	if sel.Nodes == nil {
+		return steps
+	}
+	runs := map[*Node]bool{}
+	for _, n := range p.Ancestors(sel.Nodes) {
+		runs[n] = true
+	}
+	var out []*Step
+	for _, s := range steps {
+		if runs[s.Node] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // dryRun runs the pipeline's local part on a snapshot of store (an empty
 // store when nil) and returns the snapshot, what became of each instance,
 // and a function that removes the snapshot.
-func (p *Pipeline) dryRun(store *state.Store, force map[*Node]bool) (*state.Store, map[*Node]*Result, func(), error) {
+func (p *Pipeline) dryRun(store *state.Store, sel Selection) (*state.Store, map[*Node]*Result, func(), error) {
 	dir, err := os.MkdirTemp("", "eaglet-plan-")
 	if err != nil {
 		return nil, nil, nil, err
@@ -142,7 +161,7 @@ func (p *Pipeline) dryRun(store *state.Store, force map[*Node]bool) (*state.Stor
 		return nil, nil, nil, err
 	}
 	cleanup := func() { scratch.Close(); os.RemoveAll(dir) }
-	results, _ := p.Run(context.Background(), scratch, RunOptions{Dry: true, Force: force, Log: io.Discard})
+	results, _ := p.Run(context.Background(), scratch, RunOptions{Dry: true, Nodes: sel.Nodes, Force: sel.Force, Log: io.Discard})
 	byNode := make(map[*Node]*Result, len(results))
 	for _, r := range results {
 		byNode[r.Node] = r

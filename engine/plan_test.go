@@ -53,7 +53,7 @@ func TestPlan_MergeWeights(t *testing.T) {
 			spec := strings.NewReplacer("{{data}}", data, "{{a}}", tt.a, "{{weights}}", tt.weights, "{{needs}}", tt.needs).Replace(weightsSpec)
 			p, store := enginetest.Open(t, t.TempDir(), spec)
 			steps := map[string]*engine.Step{}
-			for _, s := range p.Plan(store, nil) {
+			for _, s := range p.Plan(store, engine.Selection{}) {
 				if s.Err != nil {
 					t.Fatalf("plan %s: %v", s.Node.ID, s.Err)
 				}
@@ -102,7 +102,7 @@ stages:
 	if err := p.Check(); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	steps := p.Plan(store, nil)
+	steps := p.Plan(store, engine.Selection{})
 	s := steps[len(steps)-1]
 	if s.Err == nil {
 		t.Fatalf("plan of %s: %s; want an error", s.Node.ID, s.Action)
@@ -186,7 +186,7 @@ func planByID(t *testing.T, path string) map[string]*engine.Step {
 	}
 	defer store.Close()
 	steps := map[string]*engine.Step{}
-	for _, s := range p.Plan(store, nil) {
+	for _, s := range p.Plan(store, engine.Selection{}) {
 		if s.Err != nil {
 			t.Fatalf("plan %s: %v", s.Node.ID, s.Err)
 		}
@@ -289,7 +289,7 @@ func TestPlan_SpentBudgetIsUpToDate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			skipped := countStatus(t, dir, stages.Skipped)
 			p, store := enginetest.Open(t, dir, strings.Replace(spec, budget, tt.budget, 1))
-			for _, s := range p.Plan(store, nil) {
+			for _, s := range p.Plan(store, engine.Selection{}) {
 				if s.Node.ID != "generate[chat]" {
 					continue
 				}

@@ -177,7 +177,7 @@ func checkPlanIsRun(t *testing.T, path string, srv *simtest.Counting, down bool,
 	}
 	defer store.Close()
 	steps := map[*engine.Node]*engine.Step{}
-	for _, s := range p.Plan(store, nil) {
+	for _, s := range p.Plan(store, engine.Selection{}) {
 		if s.Err != nil {
 			t.Fatalf("%s: plan %s: %v", history, s.Node.ID, s.Err)
 		}

@@ -83,7 +83,7 @@ func TestPlanEqualsRun_SharedBudgetRenamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer store.Close()
-		for _, s := range p.Plan(store, nil) {
+		for _, s := range p.Plan(store, engine.Selection{}) {
 			if s.Err != nil {
 				t.Fatalf("plan %s: %v", s.Node.ID, s.Err)
 			}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -42,10 +43,10 @@ func TestStarter_OnlyWhenItRuns(t *testing.T) {
 		do   func()
 		want int64
 	}{
-		{"plan before the first run", func() { p.Plan(store, nil) }, 1},
+		{"plan before the first run", func() { p.Plan(store, engine.Selection{}) }, 1},
 		{"the first run", func() { enginetest.Run(t, p, store, nil) }, 1},
 		{"a run with the instance up to date", func() { enginetest.Run(t, p, store, nil) }, 0},
-		{"plan with the instance up to date", func() { p.Plan(store, nil) }, 0},
+		{"plan with the instance up to date", func() { p.Plan(store, engine.Selection{}) }, 0},
 		{"validation", func() {
 			if err := p.Check(); err != nil {
 				t.Fatal(err)

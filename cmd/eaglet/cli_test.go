@@ -59,6 +59,9 @@ func TestCLI_Lifecycle(t *testing.T) {
 		{[]string{"run", spec}, exitOK, "7 instances ran, 6 were up to date"},
 		{[]string{"run", spec}, exitOK, "everything is up to date (13 instances)"},
 		{[]string{"plan", "--detailed-exitcode", spec}, exitOK, "everything is up to date"},
+		{[]string{"plan", "--stage", "generate", "--dataset", "chat", "--force", "--detailed-exitcode", spec}, exitChanges, "will rerun: forced"},
+		{[]string{"plan", "--stage", "generate", "--dataset", "chat", spec}, exitOK, "everything is up to date"},
+		{[]string{"plan", "--force", spec}, exitUsage, "--dataset and --force need --stage"},
 		{[]string{"run", "--stage", "filter", "--dataset", "chat", "--force", spec}, exitOK, "filter[chat]: finished"},
 		{[]string{"reset", "--stage", "generate", "--dataset", "tools", spec}, exitFailure, "would forget generate[tools] (70 done"},
 		{[]string{"reset", "--stage", "generate", "--dataset", "tools", "--yes", spec}, exitOK, "forgot filter[tools]"},
@@ -72,6 +75,12 @@ func TestCLI_Lifecycle(t *testing.T) {
 		code, out, errOut := eaglet(s.args...)
 		if code != s.code || !strings.Contains(out+errOut, s.contains) {
 			t.Fatalf("eaglet %s: exit %d, want %d with %q in output:\n%s%s", strings.Join(s.args, " "), code, s.code, s.contains, out, errOut)
+		}
+		if strings.Join(s.args, " ") == "plan --stage generate --dataset chat "+spec {
+			// Only what that run would touch: not the other datasets'.
+			if strings.Contains(out, "generate[tools]") || !strings.Contains(out, "load[chat]") {
+				t.Errorf("plan --stage generate --dataset chat lists other instances, or not what it needs:\n%s", out)
+			}
 		}
 	}
 	code, out, _ := eaglet("status", "--json", spec)

@@ -21,14 +21,26 @@ func init() {
 }
 
 func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "plan", "[--detailed-exitcode] [--allow-outside] SPEC", "Shows for each stage instance whether it is up to date or will run and why, with\nestimates. Reads local files and the state store; calls no server. It records its\nestimates in the store (unless a run holds it), for the report's plan versus actual.")
+	fs := newFlags(env, "plan", "[--stage NAME [--dataset NAME] [--force]] [--detailed-exitcode] [--allow-outside] SPEC", "Shows for each stage instance whether it is up to date or will run and why, with\nestimates. Reads local files and the state store; calls no server. It records its\nestimates in the store (unless a run holds it), for the report's plan versus actual.\nWith --stage, --dataset and --force it plans what `eaglet run` with them would do.")
 	detailed := fs.Bool("detailed-exitcode", false, "exit 4 when something would run, 0 when all is up to date")
+	stage := fs.String("stage", "", "plan only this stage (and what it needs), as run --stage does")
+	dataset := fs.String("dataset", "", "with --stage: only this dataset's instance")
+	force := fs.Bool("force", false, "with --stage: as if redone even if up to date, as run --force does")
 	p, store, err := specAndStore(env, fs, args)
 	defer closeStore(store)
 	if err != nil {
 		return err
 	}
-	steps := p.Plan(store, nil)
+	if (*dataset != "" || *force) && *stage == "" {
+		return &exitError{code: exitUsage, err: errors.New("--dataset and --force need --stage")}
+	}
+	var sel engine.Selection
+	if *stage != "" {
+		if sel, err = p.SelectRun(*stage, *dataset, *force); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+	}
+	steps := p.Plan(store, sel)
 	printPlan(env.stdout, p, steps)
 	// The table keeps one line per instance; each error is shown in full
 	// after it, with the spec line it points into.

@@ -36,18 +36,11 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	opts := engine.RunOptions{Log: env.stderr, Live: *progress == "live" || (*progress == "auto" && isTerminal(env.stderr)),
 		AllowPartial: *allowPartial}
 	if *stage != "" {
-		sel, err := p.Select(*stage, *dataset, *force)
+		sel, err := p.SelectRun(*stage, *dataset, *force)
 		if err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
-		opts.Nodes = sel
-		if *force {
-			first, _ := p.Select(*stage, *dataset, false)
-			opts.Force = map[*engine.Node]bool{}
-			for _, n := range first {
-				opts.Force[n] = true
-			}
-		}
+		opts.Nodes, opts.Force = sel.Nodes, sel.Force
 	}
 	store, err := openStore(p.Spec.State)
 	if err != nil {

@@ -380,7 +380,7 @@ func TestDedupe_PlanCountsPerDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]int{"load[chat]": 8, "load[code]": 7, "dedupe": 7, "generate[chat]": 5, "generate[code]": 2}
-	for _, s := range p.Plan(nil, nil) {
+	for _, s := range p.Plan(nil, engine.Selection{}) {
 		got := s.Estimate.Records
 		if s.Node.Stage.Spec.Name == "generate" {
 			got = s.Todo

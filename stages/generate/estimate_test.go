@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
@@ -44,7 +45,7 @@ stages:
 	plan := func(s string) (records int, tokens, prompt int64, action string) {
 		t.Helper()
 		p, store := enginetest.Open(t, dir, s)
-		for _, st := range p.Plan(store, nil) {
+		for _, st := range p.Plan(store, engine.Selection{}) {
 			if st.Err != nil {
 				t.Fatalf("plan %s: %v", st.Node.ID, st.Err)
 			}
@@ -131,7 +132,7 @@ stages:
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 4096, turns: all}}
 `)
 	planned := map[string]int64{}
-	for _, st := range p.Plan(store, nil) {
+	for _, st := range p.Plan(store, engine.Selection{}) {
 		if st.Err != nil {
 			t.Fatalf("plan %s: %v", st.Node.ID, st.Err)
 		}

@@ -152,7 +152,7 @@ func TestQuota_Plan(t *testing.T) {
 	dir := t.TempDir()
 	writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 1000, "plan")
 	step := func(p *engine.Pipeline, store *state.Store) *engine.Step {
-		for _, s := range p.Plan(store, nil) {
+		for _, s := range p.Plan(store, engine.Selection{}) {
 			if s.Node.ID == "generate[d]" {
 				return s
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 )
 
@@ -130,7 +131,7 @@ func TestHandoff_MaxLength(t *testing.T) {
 				}
 			}
 			p, store := enginetest.Open(t, dir, versionSpec(tokDir, 6, window, tc.overflow))
-			for _, st := range p.Plan(store, nil) {
+			for _, st := range p.Plan(store, engine.Selection{}) {
 				if st.Node.ID == "handoff" && tc.overflow == "drop" && st.Estimate.Records != fit {
 					t.Errorf("plan: handoff keeps %d records under max_length %d; want %d", st.Estimate.Records, window, fit)
 				}
@@ -189,7 +190,7 @@ func TestHandoff_SamplingIsPartOfTheRows(t *testing.T) {
 	enginetest.OpenAndRun(t, dir, spec(0.6))
 	first := current(t, dir)
 	p, store := enginetest.Open(t, dir, spec(0.9))
-	for _, st := range p.Plan(store, nil) {
+	for _, st := range p.Plan(store, engine.Selection{}) {
 		if st.Node.ID == "handoff" && !strings.HasPrefix(st.Action, `will rerun: sampling {"temperature":0.6} -> {"temperature":0.9} (`) {
 			t.Errorf("plan: handoff %q; want it to rerun for the sampling", st.Action)
 		}

@@ -98,7 +98,7 @@ func TestTokenize_DatePinsRenders(t *testing.T) {
 	// Another date reruns tokenize and merge, and plan says why.
 	p, store = enginetest.Open(t, dir, dateSpec(t, dir, `, date: "2026-03-15"`))
 	why := ""
-	for _, s := range p.Plan(store, nil) {
+	for _, s := range p.Plan(store, engine.Selection{}) {
 		if s.Node.ID == "tokenize[d]" {
 			why = s.Action
 		}
