@@ -137,7 +137,6 @@ func (p *Pipeline) instancesError(nodes []*Node, err error) error {
 // enough to fit a length distribution, few enough to read in milliseconds.
 const lengthSample = 4096
 
-// usage adds up the live, done outcomes of instances.
 // finishedSlack widens the time an answer of the longest length takes at
 // the answers' mean pace: one request runs slower than the mean when the
 // server is fuller or queues it.
@@ -155,6 +154,7 @@ func finished(store *state.Store, id string, longest int) (records, completionTo
 	return store.AnswersSentBy(id, last-takes)
 }
 
+// usage adds up the live, done outcomes of instances.
 func usage(store *state.Store, ids []string) (stages.Usage, error) {
 	var u stages.Usage
 	for _, id := range ids {
