@@ -60,7 +60,7 @@ func TestCLI_Lifecycle(t *testing.T) {
 		{[]string{"run", spec}, exitOK, "everything is up to date (13 instances)"},
 		{[]string{"plan", "--detailed-exitcode", spec}, exitOK, "everything is up to date"},
 		{[]string{"plan", "--stage", "generate", "--dataset", "chat", "--force", "--detailed-exitcode", spec}, exitChanges, "will rerun: forced"},
-		{[]string{"plan", "--stage", "generate", "--dataset", "chat", spec}, exitOK, "everything is up to date"},
+		{[]string{"plan", "--stage", "generate", "--dataset", "chat", spec}, exitOK, "all of it is up to date; `eaglet run` with these flags would do nothing"},
 		{[]string{"plan", "--force", spec}, exitUsage, "--dataset and --force need --stage"},
 		{[]string{"run", "--stage", "filter", "--dataset", "chat", "--force", spec}, exitOK, "filter[chat]: finished"},
 		{[]string{"reset", "--stage", "generate", "--dataset", "tools", spec}, exitFailure, "would forget generate[tools] (70 done"},

@@ -41,7 +41,11 @@ func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
 		}
 	}
 	steps := p.Plan(store, sel)
-	printPlan(env.stdout, p, steps)
+	what := "everything is up to date; `eaglet run` would do nothing"
+	if *stage != "" {
+		what = "all of it is up to date; `eaglet run` with these flags would do nothing"
+	}
+	printPlan(env.stdout, p, steps, what)
 	// The table keeps one line per instance; each error is shown in full
 	// after it, with the spec line it points into.
 	var errs []error
@@ -67,7 +71,9 @@ func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
 	return nil
 }
 
-func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step) {
+// printPlan writes the plan's table and its totals; upToDate is the line
+// when nothing would run.
+func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate string) {
 	fmt.Fprintf(w, "plan for %s (state %s)\n\n", p.Spec.Name, p.Spec.State)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tRECORDS\tPROMPT TOK\tCOMPLETION TOK\tTIME\tCOST\tACTION")
@@ -100,7 +106,7 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	if toRun == 0 {
-		fmt.Fprintln(w, "everything is up to date; `eaglet run` would do nothing")
+		fmt.Fprintln(w, upToDate)
 		return
 	}
 	fmt.Fprintf(w, "%d of %d instances would run", toRun, len(steps))
