@@ -124,18 +124,19 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 const measured = 20
 
 // expectedTokens is the completion tokens a record left is expected to
-// take: the mean of this instance's answers sent early enough that none
-// was lost in flight when a run stopped (Usage.Finished), once there are
-// measured of them; else the mean of its live answers once there are
-// measured of them (a raised cap's new records are priced as the first ones ran),
-// else what the spec says of the dataset, else the mean of the fewer live
-// answers, else of its answers before an option changed (a new
-// temperature redoes every record, at about the lengths they had), else
-// the endpoint's default. guessed says the default stood in and the API
-// does not know it either. u is what the instance's answers have used so
-// far. A mean of stored records is of records; the spec's value and the
-// default are of one answer, at most max_tokens, so they are priced at the
-// answers a record asks for (answers, from a sample of the input).
+// take, the first of these there is: the mean of this instance's answers
+// sent early enough that none was lost in flight when a run stopped
+// (Usage.Finished), once there are measured of them; the mean of its live
+// answers once there are measured of them (a raised cap's new records are
+// priced as the first ones ran); the mean of as many answered before an
+// option changed or a forced redo set them aside (the same prompts); what
+// the spec says of the dataset; the mean of fewer live answers, or of
+// fewer set aside; the endpoint's default. guessed says the default stood
+// in and the API does not know it either. u is what the instance's
+// answers have used so far. A mean of stored records is of records; the
+// spec's value and the default are of one answer, at most max_tokens, so
+// they are priced at the answers a record asks for (answers, from a
+// sample of the input).
 func (g *Generate) expectedTokens(u stages.Usage, answers float64) (per int, guessed bool) {
 	oneAnswer := func(n int) int { return int(math.Round(float64(min(n, g.maxTokens)) * answers)) }
 	per, guessed = oneAnswer(g.ep.meanTokens), !g.ep.knowsMean
@@ -151,6 +152,11 @@ func (g *Generate) expectedTokens(u stages.Usage, answers float64) (per int, gue
 	switch {
 	case u.Records >= measured:
 		per, guessed = int(max(mean(u.CompletionTokens, u.Records), 1)), false
+	case u.SupersededRecords >= measured:
+		// The same prompts answered before an option changed, or before
+		// `run --force` set them aside: a measure of these very records,
+		// which beats a guess written before any ran.
+		per, guessed = int(max(mean(u.SupersededCompletionTokens, u.SupersededRecords), 1)), false
 	case g.ds != nil && g.ds.EstCompletionTokens > 0:
 		per, guessed = oneAnswer(g.ds.EstCompletionTokens), false
 	case u.Records > 0:
