@@ -171,9 +171,6 @@ func usage(store *state.Store, ids []string) (stages.Usage, error) {
 		if err != nil {
 			return u, err
 		}
-		if len(ids) == 1 {
-			u.Finished = func(longest int) (int64, int64, error) { return finished(store, id, longest) }
-		}
 		u.SupersededRecords += n
 		u.SupersededPromptTokens += ptok
 		u.SupersededCompletionTokens += ctok
@@ -184,6 +181,9 @@ func usage(store *state.Store, ids []string) (stages.Usage, error) {
 				u.CompletionTokens += c.CompletionTokens
 			}
 		}
+	}
+	if len(ids) == 1 {
+		u.Finished = func(longest int) (int64, int64, error) { return finished(store, ids[0], longest) }
 	}
 	return u, nil
 }

@@ -102,7 +102,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 		done[n] = make(chan struct{})
 	}
 	if !opts.Dry {
-		r.settling = newSettling(nodes, inRun, done)
+		r.settling = newSettling(p, nodes, done)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex

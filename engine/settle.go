@@ -22,29 +22,19 @@ type settling struct {
 	settled, ended map[*Node]chan struct{}
 }
 
-// newSettling finds the instances of nodes that wait. A sibling whose input
-// is made by requests (a generate stage before it) is not waited for: it may
-// take hours to be read, and its answers could not be known before then.
-func newSettling(nodes []*Node, inRun map[*Node]bool, ended map[*Node]chan struct{}) *settling {
+// newSettling finds the instances of nodes (a run: every one's ancestors
+// are among them) that wait. A sibling whose input is made by requests (a
+// generate stage before it) is not waited for: it may take hours to be
+// read, and its answers could not be known before then.
+func newSettling(p *Pipeline, nodes []*Node, ended map[*Node]chan struct{}) *settling {
 	s := &settling{peers: map[*Node][]*Node{}, settled: map[*Node]chan struct{}{}, ended: ended}
-	asks := func(n *Node) bool {
-		_, ok := n.Stage.Options.(stages.EndpointUser)
-		return ok
-	}
-	fedWithoutRequests := map[*Node]bool{}
-	var fed func(n *Node) bool
-	fed = func(n *Node) bool {
-		if v, ok := fedWithoutRequests[n]; ok {
-			return v
-		}
-		v := true
-		for _, up := range n.Needs {
-			if inRun[up] && (asks(up) || !fed(up)) {
-				v = false
+	fedWithoutRequests := func(n *Node) bool {
+		for _, up := range p.Ancestors(n.Needs) {
+			if _, asks := up.Stage.Options.(stages.EndpointUser); asks {
+				return false
 			}
 		}
-		fedWithoutRequests[n] = v
-		return v
+		return true
 	}
 	for _, n := range nodes {
 		s.settled[n] = make(chan struct{})
@@ -53,7 +43,7 @@ func newSettling(nodes []*Node, inRun map[*Node]bool, ended map[*Node]chan struc
 			continue
 		}
 		for _, other := range nodes {
-			if other != n && other.Stage == n.Stage && fed(other) {
+			if other != n && other.Stage == n.Stage && fedWithoutRequests(other) {
 				s.peers[n] = append(s.peers[n], other)
 			}
 		}

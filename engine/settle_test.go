@@ -44,12 +44,7 @@ stages:
 		byID[n.ID] = n
 	}
 	waits := func(run []*Node) map[string]string {
-		run = p.Ancestors(run)
-		inRun := map[*Node]bool{}
-		for _, n := range run {
-			inRun[n] = true
-		}
-		s := newSettling(run, inRun, nil)
+		s := newSettling(p, p.Ancestors(run), nil)
 		got := map[string]string{}
 		for n, peers := range s.peers {
 			var ids []string

@@ -2,19 +2,15 @@ package engine_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/engine"
-	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
-	"github.com/eaglet-dev/eaglet/state"
 )
 
 // sharedBudgetSpec has one budget for every dataset of generate.
@@ -71,47 +67,14 @@ func TestPlanEqualsRun_SharedBudgetRenamed(t *testing.T) {
 		return "  " + name + ": {source: " + file + ", format: messages, est_completion_tokens: 20}\n"
 	}
 
-	first := write(ds("x", "big.jsonl"), 30)
-	run := func(path string) (requests, reused, planned, planReused int) {
-		t.Helper()
-		p, err := engine.Load(path, enginetest.NoEnv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		store, err := state.Open(p.Spec.State)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		for _, s := range p.Plan(store, engine.Selection{}) {
-			if s.Err != nil {
-				t.Fatalf("plan %s: %v", s.Node.ID, s.Err)
-			}
-			if s.Node.Stage.Kind.Name == "generate" {
-				planned += s.Todo
-				planReused += s.Reused + s.Shared
-			}
-		}
-		results, err := p.Run(context.Background(), store, engine.RunOptions{Log: &bytes.Buffer{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, res := range results {
-			if res.Node.Stage.Kind.Name == "generate" {
-				reused += res.Reused
-			}
-		}
-		return srv.Take(), reused, planned, planReused
+	if planned, _ := checkPlanIsRun(t, write(ds("x", "big.jsonl"), 30), srv, false, "first run"); planned != 30 {
+		t.Fatalf("first run: plan said %d requests; want the budget's 30", planned)
 	}
-	if requests, _, _, _ := run(first); requests != 30 {
-		t.Fatalf("first run sent %d requests; want the budget's 30", requests)
-	}
-	// Renamed, beside a new dataset, with room for 10 more answers.
-	requests, reused, planned, planReused := run(write(ds("renamed", "big.jsonl")+ds("fresh", "small.jsonl"), 40))
-	if planReused != 30 || planned != 10 {
-		t.Fatalf("plan: %d reused, %d to ask; want 30 and 10", planReused, planned)
-	}
-	if reused != planReused || requests != planned {
-		t.Errorf("the run reused %d answers and sent %d requests; plan said %d and %d", reused, requests, planReused, planned)
+	// Renamed, beside a new dataset, with room for 10 more answers: the
+	// run must do what plan says (checkPlanIsRun), and plan must say it
+	// keeps the 30 answers paid for.
+	path := write(ds("renamed", "big.jsonl")+ds("fresh", "small.jsonl"), 40)
+	if planned, planReused := checkPlanIsRun(t, path, srv, false, "renamed beside a new dataset"); planReused != 30 || planned != 10 {
+		t.Errorf("plan: %d reused, %d to ask; want 30 and 10", planReused, planned)
 	}
 }

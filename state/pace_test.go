@@ -5,7 +5,7 @@ import "testing"
 // TestStore_AnswerPace: the pace of answers is their tokens over their
 // requests' time, the last finish is the latest done time, and answers
 // sent by a time are counted with their tokens; failed outcomes and those
-// without timings (reused ones keep theirs) count in neither.
+// without timings count in neither.
 func TestStore_AnswerPace(t *testing.T) {
 	s := openTemp(t)
 	items := []Item{
