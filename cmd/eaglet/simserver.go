@@ -35,6 +35,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.IntVar(&mc.Context, "context", 0, "context window; longer requests get 400 (0: unlimited)")
 	fs.Float64Var(&mc.Reasoning, "reasoning", 0, "mean share of an answer spent thinking (0: no reasoning)")
 	fs.Float64Var(&mc.ToolCallRate, "tool-call-rate", 0.3, "chance of a tool call when the request offers tools")
+	fs.IntVar(&mc.EOS, "eos-id", 0, "id a stopped answer ends on, included in its output ids as SGLang and vLLM include it (0: the -tokenizer model's eos_token, else the sim's own, 3)")
 	fs.StringVar(&cfg.Name, "model", "sim", "served model name")
 	fs.Float64Var(&cfg.Speed, "speed", 0, "decode tokens/s per sequence (0: instant)")
 	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s of the server; decoding waits meanwhile (0: free)")
@@ -83,6 +84,9 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 		}
 		if cfg.Template, err = chat.New(tok); err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("-tokenizer %s: %w (counting chat prompts as the model does needs its template: tokenizer_config.json's chat_template or chat_template.jinja)", *tokDir, err)}
+		}
+		if id, ok := tok.TokenID(tok.Config().EOSToken); ok && mc.EOS == 0 {
+			mc.EOS = id
 		}
 	}
 	cfg.Model = sim.New(mc)

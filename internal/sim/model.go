@@ -34,6 +34,11 @@ type Config struct {
 	// ToolCallRate is the chance of answering with a tool call when the
 	// prompt offers tools.
 	ToolCallRate float64
+	// EOS is the id an answer that stops ends on (default the sim's own,
+	// 3): a real model's end-of-turn id (151645, Qwen3's <|im_end|>) makes
+	// the output ids end as that model's do, for tests of the rows made
+	// from them.
+	EOS int
 }
 
 // Model answers prompts; it is immutable and safe for concurrent use.
@@ -52,6 +57,9 @@ func New(cfg Config) *Model {
 	}
 	if cfg.MaxLen <= 0 {
 		cfg.MaxLen = 32768
+	}
+	if cfg.EOS <= 0 {
+		cfg.EOS = EOS
 	}
 	return &Model{cfg: cfg, mu: math.Log(float64(cfg.MeanTokens)) - cfg.Sigma*cfg.Sigma/2}
 }
@@ -240,7 +248,7 @@ func (m *Model) Answer(p Prompt, o Options) *Answer {
 		a.Tokens[k].Text = "."
 	}
 	if stopping {
-		a.Tokens = append(a.Tokens, Token{ID: EOS, Part: PartEnd})
+		a.Tokens = append(a.Tokens, Token{ID: m.cfg.EOS, Part: PartEnd})
 	}
 
 	var reason, content, argText []byte

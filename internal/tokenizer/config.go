@@ -23,6 +23,33 @@ type Config struct {
 	// AddedTokens maps each special token of added_tokens_decoder to its
 	// id: the special tokens of a tiktoken model such as Kimi-K2.
 	AddedTokens map[string]int
+	// EOSTokenIDs are generation_config.json's eos_token_id (one id or a
+	// list): every id the model stops on, which may be more than the
+	// tokenizer's one eos_token (Llama 3: <|end_of_text|>, <|eom_id|>,
+	// <|eot_id|>).
+	EOSTokenIDs []int
+}
+
+// parseGenerationConfig reads eos_token_id from generation_config.json.
+func parseGenerationConfig(data []byte) ([]int, error) {
+	var g struct {
+		EOSTokenID json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		return nil, err
+	}
+	if isNull(g.EOSTokenID) {
+		return nil, nil
+	}
+	var one int
+	if err := json.Unmarshal(g.EOSTokenID, &one); err == nil {
+		return []int{one}, nil
+	}
+	var many []int
+	if err := json.Unmarshal(g.EOSTokenID, &many); err != nil {
+		return nil, fmt.Errorf("eos_token_id: neither an id nor a list of ids")
+	}
+	return many, nil
 }
 
 type hfConfig struct {

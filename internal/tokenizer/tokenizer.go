@@ -41,10 +41,12 @@ const (
 	fileTokenizer = "tokenizer.json"
 	fileConfig    = "tokenizer_config.json"
 	fileTemplate  = "chat_template.jinja"
+	fileGenConfig = "generation_config.json"
 )
 
 // Load reads a tokenizer from a model directory holding tokenizer.json (or
-// tokenizer.json.gz) and, optionally, tokenizer_config.json[.gz] and
+// tokenizer.json.gz) and, optionally, tokenizer_config.json[.gz],
+// generation_config.json[.gz] (for the ids the model stops on) and
 // chat_template.jinja. path may also name the tokenizer.json file itself,
 // or a tiktoken rank file (see LoadTiktoken).
 func Load(path string) (*Tokenizer, error) {
@@ -57,6 +59,13 @@ func Load(path string) (*Tokenizer, error) {
 	var cfg Config
 	if data, name, err := readMaybeGz(filepath.Join(dir, fileConfig)); err == nil {
 		if cfg, err = parseConfig(data); err != nil {
+			return nil, fmt.Errorf("load %s: %w", name, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	if data, name, err := readMaybeGz(filepath.Join(dir, fileGenConfig)); err == nil {
+		if cfg.EOSTokenIDs, err = parseGenerationConfig(data); err != nil {
 			return nil, fmt.Errorf("load %s: %w", name, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -108,7 +108,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			return nil, stages.ErrInterrupted
 		}
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
-			MaxTokens: g.maxTokens, ChatTemplateKwargs: g.opts.ChatTemplateKwargs, Sampling: backend.Sampling{
+			MaxTokens: g.maxTokens, StopIDs: g.stopIDs, ChatTemplateKwargs: g.opts.ChatTemplateKwargs, Sampling: backend.Sampling{
 				Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK, Stop: g.opts.Stop, Seed: g.opts.Seed}}
 		if t != nil {
 			done := spent

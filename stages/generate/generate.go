@@ -42,8 +42,11 @@ type Generate struct {
 	tok *tokenizer.Tokenizer
 	// tmpl renders the turns after the first into token ids for an API
 	// that takes ids; nil without a tokenizer that has a chat template.
-	tmpl  *chat.Template
-	id    string
+	tmpl *chat.Template
+	// stopIDs are the ids the model stops on, from its files (the stage's
+	// tokenizer, else the tokenize stage's): trimmed from stopped answers.
+	stopIDs []int
+	id      string
 	share float64
 	// limits are the resolved budget limits, for Estimate.
 	limits []*limit
@@ -89,9 +92,12 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	if inst.Usage != nil {
 		g.answered = func() (stages.Usage, error) { return inst.Usage([]string{inst.ID}) }
 	}
+	if err := g.setStopIDs(inst); err != nil {
+		return nil, err
+	}
 	if o.Tokenizer != "" {
 		dir := inst.Spec.Resolve(o.Tokenizer)
-		v, err := inst.Shared.Get("tokenizer-only:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+		v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
 		}
@@ -113,6 +119,35 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		}
 	}
 	return g, nil
+}
+
+// setStopIDs learns the ids the model stops on from the model's own files:
+// the stage's tokenizer, else that of the tokenize stage it reads from. An
+// instance with neither trims only what the server names and the
+// endpoint's stop_token_ids; the handoff trims again with its tokenizer.
+func (g *Generate) setStopIDs(inst *stages.Instance) error {
+	dir := g.opts.Tokenizer
+	if dir == "" {
+		up := inst.Spec.Upstream(inst.Stage, "tokenize")
+		if up == nil {
+			return nil
+		}
+		var theirs struct {
+			Tokenizer string `yaml:"tokenizer"`
+		}
+		// The tokenize stage reports its own options' errors.
+		_ = inst.Spec.Decode(up.With, &theirs)
+		if dir = theirs.Tokenizer; dir == "" {
+			return nil
+		}
+	}
+	dir = inst.Spec.Resolve(dir)
+	v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+	if err != nil {
+		return fmt.Errorf("tokenizer %s: %w", dir, err)
+	}
+	g.stopIDs = chat.StopIDs(v.(*tokenizer.Tokenizer))
+	return nil
 }
 
 // setBudget builds the instance's budget, or joins the stage's shared one.

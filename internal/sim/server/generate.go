@@ -54,7 +54,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(req.RID, &rid) != nil || rid == "" {
 		rid = newID("sim", a)
 	}
-	out := &generateOutput{a: a, rid: rid, maxTokens: maxTokens}
+	out := &generateOutput{a: a, rid: rid, maxTokens: maxTokens, eos: s.cfg.Model.Config().EOS}
 
 	if !req.Stream {
 		if err := s.produce(r.Context(), a, maxTokens, func(int) error { return nil }); err != nil {
@@ -93,6 +93,9 @@ type generateOutput struct {
 	a         *sim.Answer
 	rid       string
 	maxTokens int
+	// eos is the id a stopped answer ends on, which finish_reason.matched
+	// names.
+	eos int
 }
 
 // chunk renders tokens [from, n) in /generate's response shape.
@@ -108,7 +111,7 @@ func (o *generateOutput) chunk(n, from int, final bool) map[string]any {
 		if o.a.FinishReason == "length" {
 			finish = map[string]any{"type": "length", "length": o.maxTokens}
 		} else {
-			finish = map[string]any{"type": "stop", "matched": sim.EOS}
+			finish = map[string]any{"type": "stop", "matched": o.eos}
 		}
 	}
 	reasoning := 0

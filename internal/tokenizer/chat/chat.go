@@ -137,6 +137,34 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 	return t, nil
 }
 
+// StopIDs lists the ids the model ends an answer with: the end-of-turn
+// tokens the template closes turns with, the tokenizer's eos_token and
+// generation_config.json's eos_token_id. A server may or may not include
+// the one it stopped on in the output ids it returns; recorded answers
+// never do, so the end-of-turn the template writes is there once.
+func (t *Template) StopIDs() []int { return StopIDs(t.tok) }
+
+// StopIDs is Template.StopIDs for a tokenizer without a chat template: its
+// eos_token, the known end-of-turn tokens it has, and
+// generation_config.json's eos_token_id.
+func StopIDs(tok *tokenizer.Tokenizer) []int {
+	var ids []int
+	add := func(id int) {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, s := range append([]string{tok.Config().EOSToken}, endOfTurn...) {
+		if id, ok := tok.TokenID(s); ok && s != "" {
+			add(id)
+		}
+	}
+	for _, id := range tok.Config().EOSTokenIDs {
+		add(id)
+	}
+	return ids
+}
+
 // PrintsDate reports whether the template prints the date (strftime_now),
 // so its renders depend on the day unless the clock is pinned.
 func (t *Template) PrintsDate() bool { return strings.Contains(t.src, "strftime_now") }

@@ -30,6 +30,11 @@ type Request struct {
 	InputIDs []int
 	// MaxTokens is the output cap; always sent, since servers' defaults are tiny.
 	MaxTokens int
+	// StopIDs are the ids the model stops on, from its own files (the
+	// tokenizer's eos, generation_config's eos_token_id, the template's
+	// end-of-turn): trimmed from the end of an answer that stopped, as
+	// servers differ in whether the output ids they return include it.
+	StopIDs []int
 	Sampling
 	// ChatTemplateKwargs go to the server's chat template with a chat
 	// request, over the backend's own (enable_thinking, reasoning_effort).

@@ -72,7 +72,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 	if err != nil {
 		return nil, err
 	}
-	return c.generation(res, req.MaxTokens)
+	return c.generation(res, req)
 }
 
 func (c *Client) body(req *backend.Request) ([]byte, error) {
@@ -124,7 +124,7 @@ func mergeKwargs(base, over map[string]any) map[string]any {
 	return out
 }
 
-func (c *Client) generation(r *result, maxTokens int) (*conv.Generation, error) {
+func (c *Client) generation(r *result, req *backend.Request) (*conv.Generation, error) {
 	switch r.finish {
 	case "":
 		return nil, &backend.Error{Kind: backend.Retryable, Msg: "response without finish_reason"}
@@ -137,9 +137,9 @@ func (c *Client) generation(r *result, maxTokens int) (*conv.Generation, error) 
 		FinishReason:     r.finish,
 		PromptTokens:     r.usage.PromptTokens,
 		CompletionTokens: r.usage.CompletionTokens,
-		MaxTokens:        maxTokens,
+		MaxTokens:        req.MaxTokens,
 		Model:            c.cfg.Model,
-		OutputIDs:        pool.TrimStop(r.ids, c.cfg.StopTokenIDs...),
+		OutputIDs:        pool.TrimStop(r.ids, r.finish, r.stopID, c.cfg.StopTokenIDs, req.StopIDs),
 		PromptIDs:        r.promptIDs,
 	}
 	if d := r.usage.PromptTokensDetails; d != nil {

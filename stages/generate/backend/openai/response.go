@@ -18,7 +18,10 @@ type result struct {
 	ids                []int
 	promptIDs          []int
 	finish             string
-	errMsg             string
+	// stopID is the stop token id the server says it matched (vLLM's
+	// stop_reason, SGLang's matched_stop), or -1.
+	stopID int
+	errMsg string
 	usage              usage
 }
 
@@ -51,6 +54,10 @@ type choice struct {
 	Text         *string  `json:"text"`
 	FinishReason *string  `json:"finish_reason"`
 	TokenIDs     []int    `json:"token_ids"`
+	// StopReason (vLLM) and MatchedStop (SGLang) name what stopped the
+	// answer: a token id, a stop string, or null for the model's EOS.
+	StopReason  json.RawMessage `json:"stop_reason"`
+	MatchedStop json.RawMessage `json:"matched_stop"`
 }
 
 type body struct {
@@ -69,7 +76,7 @@ func readBody(r io.Reader) (*result, error) {
 	if err := pool.Decode(r, &b); err != nil {
 		return nil, err
 	}
-	res := &result{}
+	res := &result{stopID: -1}
 	if err := res.add(&b); err != nil {
 		return nil, err
 	}
@@ -83,7 +90,7 @@ func readBody(r io.Reader) (*result, error) {
 // stream interval, SGLang's batching), so the event count is only a lower
 // bound; the budget estimates tokens from the text.
 func readStream(r io.Reader, progress func(backend.Progress)) (*result, error) {
-	res := &result{}
+	res := &result{stopID: -1}
 	events, chars := 0, 0
 	err := pool.Events(r, func(data []byte) error {
 		var b body
@@ -167,6 +174,12 @@ func (res *result) add(b *body) error {
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			res.finish = *ch.FinishReason
+		}
+		for _, raw := range []json.RawMessage{ch.StopReason, ch.MatchedStop} {
+			var id int
+			if len(raw) > 0 && json.Unmarshal(raw, &id) == nil {
+				res.stopID = id
+			}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,8 +107,34 @@ func TestSplitThink(t *testing.T) {
 			t.Errorf("SplitThink(%q) = %q, %q", tc.in, r, c)
 		}
 	}
-	if got := TrimStop([]int{5, 6, 2, 2}, 2); len(got) != 2 {
-		t.Errorf("TrimStop = %v", got)
+}
+
+// TestTrimStop: the one stop id a stopped answer ends on is dropped,
+// whether the server named it or the model's files list it; an answer cut
+// at max_tokens keeps every id, and ids before the last are never touched.
+func TestTrimStop(t *testing.T) {
+	const eos, eot = 151643, 151645
+	model := []int{eot, eos}
+	for _, tc := range []struct {
+		name    string
+		ids     []int
+		finish  string
+		matched int
+		stop    [][]int
+		want    []int
+	}{
+		{"vLLM: EOS included, none named", []int{5, 6, eot}, "stop", -1, [][]int{model}, []int{5, 6}},
+		{"SGLang matched", []int{5, 6, 9}, "stop", 9, nil, []int{5, 6}},
+		{"tool call ends on a stop id", []int{5, eos}, "tool_calls", -1, [][]int{nil, model}, []int{5}},
+		{"server left it out", []int{5, 6}, "stop", -1, [][]int{model}, []int{5, 6}},
+		{"only the last one", []int{5, eot, eot}, "stop", -1, [][]int{model}, []int{5, eot}},
+		{"length cut keeps all", []int{5, eot}, "length", -1, [][]int{model}, []int{5, eot}},
+		{"stop string matched", []int{5, 6}, "stop", -1, nil, []int{5, 6}},
+		{"no ids", nil, "stop", 3, [][]int{model}, nil},
+	} {
+		if got := TrimStop(tc.ids, tc.finish, tc.matched, tc.stop...); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: TrimStop(%v) = %v; want %v", tc.name, tc.ids, got, tc.want)
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package pool
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Think tags a thinking model writes around its reasoning when no
 // reasoning parser runs on the server.
@@ -31,21 +34,24 @@ func SplitThink(text, start, end string) (reasoning, content string) {
 	return "", text
 }
 
-// TrimStop removes trailing end-of-turn ids so recorded output ids never
-// include them, whichever server produced them.
-func TrimStop(ids []int, stop ...int) []int {
-	for len(ids) > 0 {
-		last, found := ids[len(ids)-1], false
-		for _, s := range stop {
-			if s == last {
-				found = true
-				break
-			}
+// TrimStop returns an answer's output ids without the stop id the model
+// ended on, whichever server produced them: SGLang's /generate and vLLM
+// include it, others do not. An answer cut at max_tokens ("length") ended
+// on no stop id and keeps every id. matched is the id the server says it
+// stopped on (-1: none said); every list holds further stop ids (the
+// endpoint's stop_token_ids, the model's own).
+func TrimStop(ids []int, finish string, matched int, stop ...[]int) []int {
+	if finish == "length" || len(ids) == 0 {
+		return ids
+	}
+	last := ids[len(ids)-1]
+	if last == matched && matched >= 0 {
+		return ids[:len(ids)-1]
+	}
+	for _, s := range stop {
+		if slices.Contains(s, last) {
+			return ids[:len(ids)-1]
 		}
-		if !found {
-			break
-		}
-		ids = ids[:len(ids)-1]
 	}
 	return ids
 }

@@ -102,7 +102,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 	if err != nil {
 		return nil, err
 	}
-	return c.generation(out, req.MaxTokens)
+	return c.generation(out, req)
 }
 
 // streamEvent is one /generate stream event, its ids kept as raw JSON:
@@ -197,7 +197,7 @@ func appendIDs(ids []int, raw jsontext.Value) ([]int, error) {
 	return append(ids, more...), nil
 }
 
-func (c *Client) generation(r *response, maxTokens int) (*conv.Generation, error) {
+func (c *Client) generation(r *response, req *backend.Request) (*conv.Generation, error) {
 	fr := r.MetaInfo.FinishReason
 	if fr == nil {
 		return nil, &backend.Error{Kind: backend.Retryable, Msg: "response without finish_reason"}
@@ -218,15 +218,14 @@ func (c *Client) generation(r *response, maxTokens int) (*conv.Generation, error
 		PromptTokens:     r.MetaInfo.PromptTokens,
 		CompletionTokens: r.MetaInfo.CompletionTokens,
 		CachedTokens:     r.MetaInfo.CachedTokens,
-		MaxTokens:        maxTokens,
+		MaxTokens:        req.MaxTokens,
 		Model:            c.cfg.Model,
 	}
 	g.Reasoning, g.Content = pool.SplitThink(text, c.cfg.ThinkStart, c.cfg.ThinkEnd)
-	stop := c.cfg.StopTokenIDs
-	var matched int
-	if json.Unmarshal(fr.Matched, &matched) == nil {
-		stop = append([]int{matched}, stop...)
+	matched := -1
+	if len(fr.Matched) > 0 && json.Unmarshal(fr.Matched, &matched) != nil {
+		matched = -1 // a stop string
 	}
-	g.OutputIDs = pool.TrimStop(r.OutputIDs, stop...)
+	g.OutputIDs = pool.TrimStop(r.OutputIDs, fr.Type, matched, c.cfg.StopTokenIDs, req.StopIDs)
 	return g, nil
 }

@@ -62,7 +62,13 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request) (*conv.Gen
 	if req.Progress != nil {
 		req.Progress(backend.Progress{Tokens: n, Exact: true})
 	}
-	return a.Generation(b.cfg.Name, req.MaxTokens), nil
+	g := a.Generation(b.cfg.Name, req.MaxTokens)
+	if len(req.InputIDs) > 0 {
+		// The sim reads the prompt the tokenize stage encoded, as a server
+		// of that model would count it: the two always agree.
+		g.PromptTokens = len(req.InputIDs)
+	}
+	return g, nil
 }
 
 // produce waits as long as producing n tokens takes, reporting progress.
