@@ -134,6 +134,11 @@ type Generation struct {
 	// PromptIDs are the prompt's token ids as the server rendered them,
 	// when it says (vLLM's return_token_ids): what the target saw, exactly.
 	PromptIDs []int `json:"prompt_ids,omitempty"`
+	// SentMessages says the server was sent messages and rendered them
+	// itself, so the record's PromptIDs (the tokenize stage's) are
+	// eaglet's render, not ids the server read; unset on answers recorded
+	// before eaglet said so.
+	SentMessages bool `json:"sent_messages,omitempty"`
 	// TotalCompletionTokens counts every turn generated for the record when
 	// there were several (turns: all, MT-Bench follow-ups); the fields
 	// above describe the final turn.
@@ -173,6 +178,9 @@ type Turn struct {
 	// SentIDs counts the prompt token ids sent, when the endpoint took
 	// ids rather than messages (0 otherwise), so a re-render can be checked.
 	SentIDs int `json:"sent_ids,omitempty"`
+	// PromptIDs are the prompt's ids as the server rendered them, when it
+	// says (vLLM's return_token_ids), as for the final turn.
+	PromptIDs []int `json:"prompt_ids,omitempty"`
 }
 
 // Prompt returns the messages a generation answers: everything before a

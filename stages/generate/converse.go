@@ -83,7 +83,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 	// conversation, with the ids it was given and produced.
 	turn := func(at int, gen *conv.Generation, sent int) {
 		turns = append(turns, conv.Turn{Message: at, FinishReason: gen.FinishReason, PromptTokens: gen.PromptTokens,
-			CompletionTokens: gen.CompletionTokens, OutputIDs: gen.OutputIDs, SentIDs: sent})
+			CompletionTokens: gen.CompletionTokens, OutputIDs: gen.OutputIDs, SentIDs: sent, PromptIDs: gen.PromptIDs})
 	}
 	var lastSent int
 	ask := func(msgs []conv.Message, ids []int) (*conv.Generation, error) {
@@ -116,6 +116,9 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 			req.Sent = func() { t.sentNow(done) }
 		}
 		gen, err := g.ask(ctx, req, tl)
+		if err == nil && !g.ep.takesIDs {
+			gen.SentMessages = true
+		}
 		if err == nil {
 			err = g.ep.truncatedPrompt(gen, sentTokens(rec, msgs, ids, steps))
 		}

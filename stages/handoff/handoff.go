@@ -388,7 +388,10 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 	h.inst.Log("wrote %s: %d rows, %d tokens (%d supervised) in %d shards%s", v.rel, v.rows, v.tokens, v.supervised, len(v.shards), v.reused)
 	m := v.manifest
 	if n := m.PromptCheck[promptMismatch]; n > 0 {
-		h.inst.Log("warning: %d rows' context re-rendered to another length than the server counted: the handoff's chat template or its kwargs differ from the server's", n)
+		h.inst.Log("warning: %d of %d rows' context is another length than the server counted (each row's metadata has context_tokens beside usage.prompt_tokens): the handoff's tokenizer, chat template or its kwargs differ from the server's", n, v.rows)
+	}
+	if n := m.IDsFrom[fromTokenized]; n > 0 {
+		h.inst.Log("warning: %d of %d rows' answers are their text tokenized, not the ids the target wrote (the server returned none; vLLM and SGLang return them with the endpoint's return_token_ids: true)", n, v.rows)
 	}
 	if n := m.ServerIDsDisagree; n > 0 {
 		h.inst.Log("warning: %d rows' output ids from the server do not decode to the answer's text with tokenizer %s: is it the target's?", n, h.opts.Tokenizer)

@@ -47,7 +47,7 @@ func answers(rec *conv.Record) []answer {
 		}
 		out = append(out, answer{index: i, context: rec.Messages[:t.Message], msg: rec.Messages[t.Message],
 			finish: t.FinishReason, promptTokens: t.PromptTokens, completionTokens: t.CompletionTokens,
-			outputIDs: t.OutputIDs, sentLen: t.SentIDs})
+			outputIDs: t.OutputIDs, sentIDs: t.PromptIDs, sentLen: t.SentIDs})
 	}
 	last := answer{index: len(out), context: rec.Prompt(), msg: g.Message(), finish: g.FinishReason,
 		promptTokens: g.PromptTokens, completionTokens: g.CompletionTokens, outputIDs: g.OutputIDs}
@@ -55,7 +55,8 @@ func answers(rec *conv.Record) []answer {
 	case len(g.PromptIDs) > 0:
 		// The server said what it rendered (vLLM's return_token_ids).
 		last.sentIDs = g.PromptIDs
-	case len(g.Turns) == 0 && len(rec.PromptIDs) > 0:
+	case len(g.Turns) == 0 && len(rec.PromptIDs) > 0 && !g.SentMessages:
+		// The tokenize stage's ids, which the server was sent.
 		last.sentIDs = rec.PromptIDs
 	}
 	if last.promptTokens == 0 {
@@ -86,9 +87,9 @@ const (
 	fromServer    = "server"    // the server's output ids
 	fromTokenized = "tokenized" // the answer's text tokenized with the target's tokenizer
 
-	promptExact    = "exact"     // the ids sent are the row's
-	promptMatch    = "match"     // re-rendered, same length as the server counted
-	promptMismatch = "mismatch"  // re-rendered, another length than the server counted
+	promptExact    = "exact"     // the row's context is the ids the server read, by its count
+	promptCount    = "count"     // re-rendered, as long as the server counted
+	promptMismatch = "mismatch"  // another length than the server counted
 	promptUnknown  = "unchecked" // nothing to check against
 )
 
@@ -98,6 +99,8 @@ type tokens struct {
 	ids, mask   []int
 	supervised  int
 	from, check string
+	// contextLen is the context's length, for a mismatch's figures.
+	contextLen int
 	text        string // the context and answer as rendered
 	// idsAgree says whether the server's output ids decode, with the
 	// handoff's tokenizer, to the answer's text; false flags a tokenizer
@@ -131,29 +134,35 @@ func encode(tmpl *chat.Template, tools []conv.ToolDef, t answer) (*tokens, error
 	}
 	tk := &tokens{text: rendered.Prompt + rendered.Text}
 	ctx := t.sentIDs
-	switch {
-	case ctx != nil:
-		tk.check = promptExact
-	default:
+	want := t.promptTokens
+	if ctx == nil {
 		ctx = tmpl.Tokens(rendered.Prompt)
-		want := t.sentLen
-		if want == 0 {
-			want = t.promptTokens
+		if t.sentLen > 0 {
+			want = t.sentLen
 		}
-		switch {
-		case want == 0:
-			tk.check = promptUnknown
-		case want == len(ctx):
-			tk.check = promptMatch
-		default:
-			tk.check = promptMismatch
-		}
+	}
+	tk.contextLen = len(ctx)
+	switch {
+	case want != 0 && want != len(ctx):
+		tk.check = promptMismatch
+	case t.sentIDs != nil:
+		tk.check = promptExact
+	case want == 0:
+		tk.check = promptUnknown
+	default:
+		tk.check = promptCount
 	}
 	var ans []int
 	if len(t.outputIDs) > 0 {
 		tk.from = fromServer
-		tk.idsAgree = idsAgree(tmpl.Tokenizer().Decode(t.outputIDs), t.msg)
-		ans = slices.Clone(t.outputIDs)
+		// Answers recorded before the model's stop ids were trimmed on
+		// every path still end on the one the server included.
+		out := t.outputIDs
+		if n := len(out); t.finish != "length" && slices.Contains(tmpl.StopIDs(), out[n-1]) {
+			out = out[:n-1]
+		}
+		tk.idsAgree = idsAgree(tmpl.Tokenizer().Decode(out), t.msg)
+		ans = slices.Clone(out)
 		if t.finish != "length" && rendered.End != "" {
 			ans = append(ans, tmpl.Tokens(rendered.End)...)
 		}

@@ -373,6 +373,9 @@ type (
 		Endpoint     string         `json:"endpoint,omitempty"`
 		IDsFrom      string         `json:"ids_from,omitempty"`
 		PromptCheck  string         `json:"prompt_check,omitempty"`
+		// ContextTokens is the row's context length where it differs from
+		// the server's count (usage.prompt_tokens): a mismatch's figures.
+		ContextTokens int `json:"context_tokens,omitempty"`
 	}
 	usage struct {
 		PromptTokens     int `json:"prompt_tokens"`
@@ -390,6 +393,9 @@ func (h *Handoff) metadata(rec *conv.Record, t answer, tk *tokens) metadata {
 	md.Sampling, md.Endpoint = gen.sampling, gen.endpoint
 	if tk != nil {
 		md.IDsFrom, md.PromptCheck = tk.from, tk.check
+		if tk.check == promptMismatch {
+			md.ContextTokens = tk.contextLen
+		}
 	}
 	return md
 }

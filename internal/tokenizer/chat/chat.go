@@ -27,7 +27,9 @@ type Template struct {
 	tok  *tokenizer.Tokenizer
 	vars map[string]jinja.Value
 	ends []string // end-of-turn token strings, longest first
-	form form
+	// stops are the ids the model ends an answer with (StopIDs).
+	stops []int
+	form  form
 }
 
 // ErrNoTemplate means neither the tokenizer's config nor the caller gave a
@@ -134,6 +136,7 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 			t.ends = append(t.ends, s)
 		}
 	}
+	t.stops = StopIDs(tok)
 	return t, nil
 }
 
@@ -142,7 +145,7 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 // generation_config.json's eos_token_id. A server may or may not include
 // the one it stopped on in the output ids it returns; recorded answers
 // never do, so the end-of-turn the template writes is there once.
-func (t *Template) StopIDs() []int { return StopIDs(t.tok) }
+func (t *Template) StopIDs() []int { return t.stops }
 
 // StopIDs is Template.StopIDs for a tokenizer without a chat template: its
 // eos_token, the known end-of-turn tokens it has, and
