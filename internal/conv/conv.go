@@ -152,6 +152,11 @@ type Generation struct {
 	MaxTokens int `json:"max_tokens"`
 	// Model names what answered (endpoint model or "sim").
 	Model string `json:"model,omitempty"`
+	// CutsPrompts says the server that answered is one known to cut a
+	// prompt longer than its context rather than refuse it (ollama), so
+	// reading fewer prompt tokens than were sent may mean the prompt was
+	// cut. Not stored.
+	CutsPrompts bool `json:"-"`
 	// Timing says when the request that made the answer ran and where. It
 	// is kept in the store's own columns, not in the record: output files
 	// and the record's hashes stay those of the answer alone.

@@ -47,7 +47,7 @@ type Generate struct {
 	// tokenizer, else the tokenize stage's): trimmed from stopped answers.
 	stopIDs []int
 	id      string
-	share float64
+	share   float64
 	// limits are the resolved budget limits, for Estimate.
 	limits []*limit
 	usage  func() (stages.Usage, error)

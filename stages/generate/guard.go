@@ -96,15 +96,23 @@ func (e *endpoint) observe(err error, be *backend.Error) {
 	}
 }
 
-// truncatedPrompt returns an error when the server says it read fewer
-// prompt tokens than were sent: it cut the prompt to its context (ollama
-// does, silently, and answers 200), so the answer is to another prompt and
-// must not be stored as one to this. A few tokens' difference is left to
-// chat templates that differ slightly between eaglet and the server. A
-// prompt no longer than one the same server has read whole fits its
-// context, so reading fewer of it is the server counting with another
-// tokenizer or template than the tokenize stage's: the answer is kept and
-// the run told once, as the handoff's ids come from that tokenizer.
+// minCutContext is the least a server that cut a prompt to its context
+// has read of it: no ollama num_ctx in use is smaller, so a shorter read
+// is a count of its own (a Modelfile template rendering tools otherwise),
+// not a cut.
+const minCutContext = 1024
+
+// truncatedPrompt returns an error when the answer proves that the server
+// cut the prompt to its context: the answer is to the prompt's cut-off
+// start and must not be stored as one to this. vLLM and SGLang refuse a
+// prompt longer than their context with a 400, so only a server known to
+// cut (ollama truncates to num_ctx and answers 200; its responses say so,
+// system_fingerprint "fp_ollama") can have, and only when it read at
+// least minCutContext tokens, no fewer than of any prompt it read whole
+// (a cut prompt fills the context), and clearly fewer than were sent. Any
+// other difference is the server counting otherwise than eaglet (its own
+// chat template, tools rendered differently): the answer is kept, the run
+// told once with the figures, and the handoff labels the row's context.
 func (e *endpoint) truncatedPrompt(gen *conv.Generation, sent int) error {
 	if sent == 0 || gen.PromptTokens == 0 {
 		return nil
@@ -117,25 +125,33 @@ func (e *endpoint) truncatedPrompt(gen *conv.Generation, sent int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	longest := g.longest[url]
-	if gen.PromptTokens > longest {
+	short := sent - gen.PromptTokens
+	if short <= 16 || short*20 <= sent {
+		// A few tokens' difference is a chat template's.
+		g.readWhole(url, gen.PromptTokens)
+		return nil
+	}
+	if gen.CutsPrompts && gen.PromptTokens >= minCutContext && gen.PromptTokens >= longest {
+		return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens of the %d sent, as many as fill its context, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx in the Modelfile or the request's options) or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:)", gen.PromptTokens, sent, e.spec.Name)}
+	}
+	g.readWhole(url, gen.PromptTokens)
+	if !g.miscounts && g.logf != nil {
+		g.logf("warning: endpoint %s counts prompts otherwise than the tokenize stage: it read %d tokens of a prompt counted as %d; answers are kept (a server that refuses over-long prompts did not cut it), but check that the tokenize stage's tokenizer and chat template are the served model's: the handoff labels such rows' context mismatch (eaglet sim-server counts with its own unless given -tokenizer)",
+			e.spec.Name, gen.PromptTokens, sent)
+	}
+	g.miscounts = true
+	return nil
+}
+
+// readWhole notes that the server at url read a prompt of n tokens whole:
+// its context holds at least that many. The caller holds g.mu.
+func (g *guard) readWhole(url string, n int) {
+	if n > g.longest[url] {
 		if g.longest == nil {
 			g.longest = map[string]int{}
 		}
-		g.longest[url] = gen.PromptTokens
+		g.longest[url] = n
 	}
-	short := sent - gen.PromptTokens
-	if short <= 16 || short*20 <= sent {
-		return nil
-	}
-	if sent <= longest {
-		if !g.miscounts && g.logf != nil {
-			g.logf("endpoint %s counts prompts otherwise than the tokenize stage: it read %d tokens of a prompt counted as %d, and %d of another, so it did not cut this one to its context; answers are kept, but check that the tokenize stage's tokenizer and chat template are the served model's (the handoff's token ids come from them; eaglet sim-server counts with its own)",
-				e.spec.Name, gen.PromptTokens, sent, longest)
-		}
-		g.miscounts = true
-		return nil
-	}
-	return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens, fewer than were sent, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx; vLLM: --max-model-len), or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:); if the server never cuts prompts (vLLM and SGLang refuse long ones), it counts with another tokenizer or chat template than the tokenize stage's: point tokenize at the served model", gen.PromptTokens, e.spec.Name)}
 }
 
 // sentTokens is how many prompt tokens a request sent, when eaglet knows

@@ -123,53 +123,66 @@ stages:
 	}
 }
 
-// TestGenerate_PromptTruncatedOrTooLong: an answer whose server read fewer
-// prompt tokens than were sent (ollama cuts prompts to num_ctx and answers
-// 200) is refused, not stored as done; with `context:` a prompt that does
-// not fit is skipped without being sent.
+// TestGenerate_PromptTruncatedOrTooLong: ollama (system_fingerprint
+// fp_ollama) cuts a prompt to num_ctx and answers 200; an answer whose
+// prompt it read only as far as its context holds is refused, not stored
+// as done, while one it counted a little otherwise is kept. With
+// `context:` a prompt that does not fit is skipped without being sent.
+// The same counts from a server that refuses long prompts (no ollama
+// fingerprint) are kept.
 func TestGenerate_PromptTruncatedOrTooLong(t *testing.T) {
 	tokDir, err := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The server read 40 prompt tokens, whatever it was sent.
-	url, posts := fakeOpenAI(t, 200, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":2,"total_tokens":42}}`)
-	dir := t.TempDir()
 	rows := fmt.Sprintf(`{"messages":[{"role":"user","content":"Hi there."}]}
 {"messages":[{"role":"user","content":%q}]}
 {"messages":[{"role":"user","content":%q}]}
-`, strings.Repeat("tell me more about rivers. ", 10), strings.Repeat("tell me much more about the mountains. ", 60))
-	os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(rows), 0o644)
-	p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+`, strings.Repeat("tell me more about rivers. ", 300), strings.Repeat("tell me much more about the mountains. ", 700))
+	for _, tc := range []struct {
+		name, fingerprint string
+		truncated         int
+	}{
+		{"ollama", `"system_fingerprint":"fp_ollama",`, 1},
+		{"vLLM", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The server read 1100 prompt tokens, whatever it was sent.
+			url, posts := fakeOpenAI(t, 200, `{"id":"c1","object":"chat.completion",`+tc.fingerprint+`"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1100,"completion_tokens":2,"total_tokens":1102}}`)
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(rows), 0o644)
+			p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
 name: trunc
 state: state.db
 datasets:
   d: {source: p.jsonl}
 endpoints:
-  target: {api: openai, urls: [%q], context: 200}
+  target: {api: openai, urls: [%q], context: 3000}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: tok, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: %q}}
   - {name: generate, uses: generate, needs: [tok], foreach: datasets, with: {max_tokens: 8}}
 `, url, tokDir))
-	enginetest.Run(t, p, store, nil)
-	got := reasons(t, store, "generate[d]")
-	var done, truncated, tooLong int
-	for r, n := range got {
-		switch {
-		case strings.HasPrefix(r, "0 "):
-			done += n
-		case strings.Contains(r, "prompt truncated by the server: it read 40 prompt tokens, fewer than were sent"):
-			truncated += n
-		case strings.Contains(r, "prompt longer than endpoint target's context (200 tokens)"):
-			tooLong += n
-		}
-	}
-	if done != 1 || truncated != 1 || tooLong != 1 {
-		t.Errorf("records: %v; want the short prompt done, the middle one refused as truncated, the long one skipped", got)
-	}
-	if n := posts.Load(); n != 2 {
-		t.Errorf("server got %d requests; want 2 (the over-long prompt is never sent)", n)
+			enginetest.Run(t, p, store, nil)
+			got := reasons(t, store, "generate[d]")
+			var done, truncated, tooLong int
+			for r, n := range got {
+				switch {
+				case strings.HasPrefix(r, "0 "):
+					done += n
+				case strings.Contains(r, "prompt truncated by the server: it read 1100 prompt tokens of the"):
+					truncated += n
+				case strings.Contains(r, "prompt longer than endpoint target's context (3000 tokens)"):
+					tooLong += n
+				}
+			}
+			if done != 2-tc.truncated || truncated != tc.truncated || tooLong != 1 {
+				t.Errorf("records: %v; want the short prompt done, the middle one %d refused as truncated, the long one skipped", got, tc.truncated)
+			}
+			if n := posts.Load(); n != 2 {
+				t.Errorf("server got %d requests; want 2 (the over-long prompt is never sent)", n)
+			}
+		})
 	}
 }
 

@@ -10,10 +10,12 @@ import (
 )
 
 // TestTruncatedPrompt_CutOrCountedOtherwise: a server that read fewer
-// prompt tokens than the tokenize stage counted either cut the prompt to
-// its context (the answer is refused) or counts with another tokenizer
-// (the answer is kept, and the run told once). It cannot have cut a prompt
-// no longer than one it has read whole: its context holds that one.
+// prompt tokens than the tokenize stage counted cut the prompt to its
+// context only if it is one known to cut (ollama) and the read fills a
+// context: at least minCutContext tokens, no fewer than it read whole of
+// any prompt. Every other difference is a count of its own (vLLM and
+// SGLang refuse over-long prompts; ollama's Modelfile template renders
+// tools otherwise): the answer is kept, and the run told once.
 func TestTruncatedPrompt_CutOrCountedOtherwise(t *testing.T) {
 	type ask struct {
 		url        string
@@ -22,21 +24,27 @@ func TestTruncatedPrompt_CutOrCountedOtherwise(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
+		cuts  bool
 		asks  []ask
 		warns int
 	}{
-		{"a server that cuts every prompt to 40 tokens", []ask{
-			{"a", 10, 40, false}, {"a", 70, 40, true}, {"a", 400, 40, true}, {"a", 30, 30, false},
+		{"ollama cutting every prompt to 2048 tokens", true, []ask{
+			{"a", 100, 100, false}, {"a", 3000, 2048, true}, {"a", 9000, 2048, true}, {"a", 1500, 1500, false},
 		}, 0},
-		{"a server counting a sixth fewer than the tokenize stage", []ask{
-			{"a", 600, 500, true}, // nothing read yet says its context holds 600
-			{"a", 480, 400, false}, {"a", 240, 200, false}, {"a", 500, 416, false},
+		{"ollama counting tool prompts a sixth fewer (its own template)", true, []ask{
+			{"a", 570, 470, false}, {"a", 254, 200, false},
 		}, 1},
-		{"what one URL read says nothing of another's context", []ask{
-			{"a", 600, 600, false}, {"b", 300, 100, true}, {"a", 300, 100, false},
+		{"ollama reading fewer than it read whole of another prompt", true, []ask{
+			{"a", 3000, 3000, false}, {"a", 2600, 2100, false},
 		}, 1},
-		{"a few tokens short is a template's difference", []ask{
-			{"a", 100, 90, false}, {"a", 1000, 960, false},
+		{"what one URL read says nothing of another's context", true, []ask{
+			{"a", 3000, 3000, false}, {"b", 3000, 2048, true}, {"a", 2600, 2048, false},
+		}, 1},
+		{"vLLM never cuts: a large difference is a count of its own", false, []ask{
+			{"a", 3000, 2048, false}, {"a", 600, 500, false},
+		}, 1},
+		{"a few tokens short is a template's difference", true, []ask{
+			{"a", 100, 90, false}, {"a", 2000, 1960, false},
 		}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,20 +52,20 @@ func TestTruncatedPrompt_CutOrCountedOtherwise(t *testing.T) {
 			e := &endpoint{spec: &specs.Endpoint{Name: "target"}}
 			e.guard.logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
 			for i, a := range tc.asks {
-				gen := &conv.Generation{PromptTokens: a.read, Timing: &conv.Timing{URL: a.url}}
+				gen := &conv.Generation{PromptTokens: a.read, CutsPrompts: tc.cuts, Timing: &conv.Timing{URL: a.url}}
 				err := e.truncatedPrompt(gen, a.sent)
 				if (err != nil) != a.refused {
 					t.Errorf("ask %d (%s: sent %d, read %d): err %v; want refused %v", i, a.url, a.sent, a.read, err, a.refused)
 				}
-				if err != nil && !strings.Contains(err.Error(), "prompt truncated by the server") {
-					t.Errorf("ask %d: %v; want it named truncated", i, err)
+				if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens of the %d sent", a.read, a.sent)) {
+					t.Errorf("ask %d: %v; want it named truncated, with both figures", i, err)
 				}
 			}
 			if len(logged) != tc.warns {
 				t.Fatalf("logged %q; want %d warnings", logged, tc.warns)
 			}
-			if tc.warns > 0 && !strings.Contains(logged[0], "endpoint target counts prompts otherwise than the tokenize stage") {
-				t.Errorf("warning %q; want it to name the endpoint and the cause", logged[0])
+			if tc.warns > 0 && !strings.Contains(logged[0], "endpoint target counts prompts otherwise than the tokenize stage: it read") {
+				t.Errorf("warning %q; want it to name the endpoint, the figures and the cause", logged[0])
 			}
 		})
 	}

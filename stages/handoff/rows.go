@@ -101,7 +101,7 @@ type tokens struct {
 	from, check string
 	// contextLen is the context's length, for a mismatch's figures.
 	contextLen int
-	text        string // the context and answer as rendered
+	text       string // the context and answer as rendered
 	// idsAgree says whether the server's output ids decode, with the
 	// handoff's tokenizer, to the answer's text; false flags a tokenizer
 	// that is not the target's.

@@ -141,6 +141,7 @@ func (c *Client) generation(r *result, req *backend.Request) (*conv.Generation, 
 		Model:            c.cfg.Model,
 		OutputIDs:        pool.TrimStop(r.ids, r.finish, r.stopID, c.cfg.StopTokenIDs, req.StopIDs),
 		PromptIDs:        r.promptIDs,
+		CutsPrompts:      r.cutsPrompts,
 	}
 	if d := r.usage.PromptTokensDetails; d != nil {
 		g.CachedTokens = d.CachedTokens

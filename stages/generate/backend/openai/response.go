@@ -21,8 +21,10 @@ type result struct {
 	// stopID is the stop token id the server says it matched (vLLM's
 	// stop_reason, SGLang's matched_stop), or -1.
 	stopID int
-	errMsg string
-	usage              usage
+	// cutsPrompts marks a server known to cut over-long prompts (ollama).
+	cutsPrompts bool
+	errMsg      string
+	usage       usage
 }
 
 type toolCall struct {
@@ -69,6 +71,9 @@ type body struct {
 	Error          json.RawMessage `json:"error"`
 	Object         string          `json:"object"`
 	Message        string          `json:"message"`
+	// SystemFingerprint is "fp_ollama" on ollama, which cuts over-long
+	// prompts to its context where vLLM and SGLang refuse them.
+	SystemFingerprint string `json:"system_fingerprint"`
 }
 
 func readBody(r io.Reader) (*result, error) {
@@ -149,6 +154,9 @@ func (res *result) add(b *body) error {
 	}
 	if b.Usage != nil {
 		res.usage = *b.Usage
+	}
+	if b.SystemFingerprint == "fp_ollama" {
+		res.cutsPrompts = true
 	}
 	if b.PromptTokenIDs != nil {
 		res.promptIDs = b.PromptTokenIDs
