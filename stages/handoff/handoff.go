@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-multierror"
@@ -315,6 +316,12 @@ func (h *Handoff) Run(ctx context.Context, in stages.Input, out stages.Output) e
 	})
 }
 
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // drop is a record Run did not pass on, for Finish's accounting.
 type drop struct {
 	dataset, reason string
@@ -349,6 +356,13 @@ func (h *Handoff) judge(rec *conv.Record, t answer) (*tokens, string, error) {
 	tk, err := encode(h.tmpl, rec.Tools, t)
 	if errors.Is(err, errUnaligned) {
 		return nil, "template not prefix-stable at this turn", nil
+	}
+	var te *chat.TemplateError
+	if errors.As(err, &te) {
+		// The template refuses this conversation (gpt-oss raises on an
+		// answer with content, reasoning and tool calls at once): the turn
+		// costs only itself, counted by the template's reason.
+		return nil, "chat template refuses the turn: " + firstLine(te.Err.Error()), nil
 	}
 	if err != nil {
 		return nil, "", err
