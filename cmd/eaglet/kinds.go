@@ -14,7 +14,15 @@ import (
 )
 
 func init() {
-	register(command{name: "kinds", summary: "list every stage kind and its options", run: runKinds})
+	register(command{
+		name:    "kinds",
+		summary: "list every stage kind and its options",
+		run:     runKinds,
+		examples: []example{
+			{"every stage kind and endpoint API with its options", "eaglet kinds"},
+			{"the same as the Markdown tables of docs/spec.md", "eaglet kinds --markdown"},
+		},
+	})
 }
 
 func runKinds(_ context.Context, env *cmdEnv, args []string) error {

@@ -32,6 +32,13 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *cmdEnv, args []string) error
+	// examples end the command's -h, as litestream's help does.
+	examples []example
+}
+
+// example is one command line of a subcommand's help and what it does.
+type example struct {
+	about, line string
 }
 
 // cmdEnv is what a subcommand may touch of the outside world.
