@@ -78,7 +78,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'eaglet COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'eaglet COMMAND -h' for a command's flags and examples.")
 }
 
 func main() {
