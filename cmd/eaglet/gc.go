@@ -11,7 +11,15 @@ import (
 )
 
 func init() {
-	register(command{name: "gc", summary: "delete answers kept for going back (superseded, set aside, of removed datasets)", run: runGC})
+	register(command{
+		name:    "gc",
+		summary: "delete answers kept for going back (superseded, set aside, of removed datasets)",
+		run:     runGC,
+		examples: []example{
+			{"list the kept answers the spec no longer uses, with their size", "eaglet gc specs/examples/quickstart.yaml"},
+			{"delete those not written for a week, and compact the store", "eaglet gc --older-than 168h --yes specs/examples/quickstart.yaml"},
+		},
+	})
 }
 
 func runGC(_ context.Context, env *cmdEnv, args []string) error {

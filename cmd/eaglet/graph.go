@@ -10,7 +10,15 @@ import (
 )
 
 func init() {
-	register(command{name: "graph", summary: "print the DAG as Mermaid or DOT", run: runGraph})
+	register(command{
+		name:    "graph",
+		summary: "print the DAG as Mermaid or DOT",
+		run:     runGraph,
+		examples: []example{
+			{"the stage DAG as Mermaid", "eaglet graph specs/examples/quickstart.yaml"},
+			{"one node per stage and dataset, drawn by Graphviz", "eaglet graph --format dot --instances specs/examples/quickstart.yaml | dot -Tsvg > dag.svg"},
+		},
+	})
 }
 
 func runGraph(_ context.Context, env *cmdEnv, args []string) error {

@@ -20,6 +20,10 @@ func init() {
 		name:    "inspect",
 		summary: "show what eaglet makes of dataset files: shape, records, roles, tools, a sample, every problem",
 		run:     runInspect,
+		examples: []example{
+			{"what eaglet makes of a dataset file, every problem with its line", "eaglet inspect specs/examples/data/code.jsonl"},
+			{"an odd shape: name its fields and print the fourth record normalized", "eaglet inspect --map messages=dialog,role=speaker --sample 3 dialogs.jsonl"},
+		},
 	})
 }
 

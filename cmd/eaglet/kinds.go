@@ -14,12 +14,20 @@ import (
 )
 
 func init() {
-	register(command{name: "kinds", summary: "list every stage kind and its options", run: runKinds})
+	register(command{
+		name:    "kinds",
+		summary: "list every stage kind and its options",
+		run:     runKinds,
+		examples: []example{
+			{"every stage kind and endpoint API with its options", "eaglet kinds"},
+			{"the same as the Markdown tables of docs/spec.md", "eaglet kinds --markdown"},
+		},
+	})
 }
 
 func runKinds(_ context.Context, env *cmdEnv, args []string) error {
-	fs := newFlags(env, "kinds", "[--markdown]", "Lists every stage kind with what it does, and each option of its `with:`\nwith its type, default and meaning, from the kinds' own declarations;\nthen every endpoint API with the options of its `options:`.\n--markdown prints the tables the README's spec reference holds.")
-	markdown := fs.Bool("markdown", false, "print a Markdown table")
+	fs := newFlags(env, "kinds", "[--markdown]", "Lists every stage kind with what it does, and each option of its `with:`\nwith its type, default and meaning, from the kinds' own declarations;\nthen every endpoint API with the options of its `options:`.\n--markdown prints them as the Markdown of docs/spec.md.")
+	markdown := fs.Bool("markdown", false, "print Markdown tables, as docs/spec.md holds them")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -56,43 +64,64 @@ func listOptions(w io.Writer, opts []specs.OptionDoc) {
 	}
 }
 
-// writeKindsMarkdown writes the README's kind table and, after a blank
-// line, its endpoint API table; a test checks that the README holds
-// exactly these.
+// writeKindsMarkdown writes the stage kinds and endpoint APIs of
+// docs/spec.md: a table of the kinds, then each kind's and each API's
+// options with type, default and meaning. A test checks that docs/spec.md
+// holds exactly this between its generated markers.
 func writeKindsMarkdown(out io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| kind | what it does | options |\n|---|---|---|\n")
+	b.WriteString("## Stage kinds\n\n| kind | what it does |\n|---|---|\n")
 	for _, name := range stages.Names() {
 		k, _ := stages.Lookup(name)
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Name, k.Summary, markdownOptions(k.Docs()))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", k.Name, k.Name, markdownCell(k.Summary))
 	}
-	b.WriteString("\n| api | what it is | `options` |\n|---|---|---|\n")
+	for _, name := range stages.Names() {
+		k, _ := stages.Lookup(name)
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n\n", k.Name, sentence(k.Summary))
+		markdownOptions(&b, "with", k.Docs())
+	}
+	b.WriteString("\n## Endpoint APIs\n\n| api | what it is |\n|---|---|\n")
 	for _, name := range specs.APINames() {
 		a, _ := specs.LookupAPI(name)
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", a.Name, a.Summary, markdownOptions(specs.OptionDocs(a.Options())))
+		fmt.Fprintf(&b, "| [`%s`](#api-%s) | %s |\n", a.Name, a.Name, markdownCell(a.Summary))
+	}
+	for _, name := range specs.APINames() {
+		a, _ := specs.LookupAPI(name)
+		fmt.Fprintf(&b, "\n### api: %s\n\n%s\n\n", a.Name, sentence(a.Summary))
+		markdownOptions(&b, "options", specs.OptionDocs(a.Options()))
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
 }
 
-// markdownOptions lists options in a table cell: name (doc; default).
-func markdownOptions(docs []specs.OptionDoc) string {
-	var opts []string
-	for _, o := range docs {
-		s := "`" + o.Name + "`"
-		var about []string
-		if o.Doc != "" {
-			about = append(about, o.Doc)
-		}
-		if o.Default != "" {
-			about = append(about, "default `"+o.Default+"`")
-		}
-		if len(about) > 0 {
-			s += " (" + strings.Join(about, "; ") + ")"
-		}
-		opts = append(opts, s)
+// markdownOptions writes a table of options, one row each: name, type,
+// default and meaning.
+func markdownOptions(b *strings.Builder, key string, docs []specs.OptionDoc) {
+	if len(docs) == 0 {
+		fmt.Fprintf(b, "No `%s:` options.\n", key)
+		return
 	}
-	return strings.Join(opts, ", ")
+	fmt.Fprintf(b, "| `%s:` option | type | default | meaning |\n|---|---|---|---|\n", key)
+	for _, o := range docs {
+		def := ""
+		if o.Default != "" {
+			def = "`" + o.Default + "`"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", o.Name, o.Type, def, markdownCell(o.Doc))
+	}
+}
+
+// sentence makes a summary a sentence: capitalized, with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}
+
+// markdownCell keeps a text inside its table cell.
+func markdownCell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
 }
 
 // defaultText is an option's default as the listing prints it.

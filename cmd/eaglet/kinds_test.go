@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,29 +8,6 @@ import (
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 )
-
-// TestKinds_READMETableIsGenerated: the README's kind and endpoint API
-// tables are exactly what `eaglet kinds --markdown` prints, so it is made from the same declarations
-// as the spec checks and cannot drift from them.
-func TestKinds_READMETableIsGenerated(t *testing.T) {
-	code, table, errOut := eaglet("kinds", "--markdown")
-	if code != exitOK {
-		t.Fatalf("eaglet kinds --markdown: exit %d\n%s", code, errOut)
-	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables := strings.Split(table, "\n\n")
-	if len(tables) != 2 {
-		t.Fatalf("eaglet kinds --markdown printed %d tables, want the kinds' and the APIs':\n%s", len(tables), table)
-	}
-	for _, tb := range tables {
-		if !strings.Contains(string(readme), tb) {
-			t.Errorf("README.md does not hold this table of `eaglet kinds --markdown`; replace its table with:\n%s", tb)
-		}
-	}
-}
 
 // TestKinds_EveryOptionListed: the listing names every kind and every
 // option with its type and doc; an option without a doc tag fails here.

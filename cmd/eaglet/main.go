@@ -32,6 +32,13 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *cmdEnv, args []string) error
+	// examples end the command's -h, as litestream's help does.
+	examples []example
+}
+
+// example is one command line of a subcommand's help and what it does.
+type example struct {
+	about, line string
 }
 
 // cmdEnv is what a subcommand may touch of the outside world.
@@ -71,7 +78,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'eaglet COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'eaglet COMMAND -h' for a command's flags and examples.")
 }
 
 func main() {

@@ -17,7 +17,16 @@ import (
 )
 
 func init() {
-	register(command{name: "plan", summary: "show what a run would do, with token, time, cost and disk estimates", run: runPlan})
+	register(command{
+		name:    "plan",
+		summary: "show what a run would do, with token, time, cost and disk estimates",
+		run:     runPlan,
+		examples: []example{
+			{"what a run would do and why, with tokens, time, cost and disk", "eaglet plan specs/examples/quickstart.yaml"},
+			{"what a forced redo of one dataset's generate would send", "eaglet plan --stage generate --dataset chat --force specs/examples/quickstart.yaml"},
+			{"in a script: exit 4 when there is work to do", "eaglet plan --detailed-exitcode specs/examples/quickstart.yaml"},
+		},
+	})
 }
 
 func runPlan(ctx context.Context, env *cmdEnv, args []string) error {

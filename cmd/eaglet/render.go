@@ -8,7 +8,15 @@ import (
 )
 
 func init() {
-	register(command{name: "render", summary: "render JSONL conversations with a model's chat template", run: runRender})
+	register(command{
+		name:    "render",
+		summary: "render JSONL conversations with a model's chat template",
+		run:     runRender,
+		examples: []example{
+			{"render chat rows with the model's template: text, input_ids, loss_mask", "eaglet render --tokenizer internal/tokenizer/testdata/qwen3 --date 2026-03-14 < chats.jsonl > rendered.jsonl"},
+			{"with another chat template", "eaglet render --tokenizer internal/tokenizer/testdata/qwen3 --chat-template template.jinja < chats.jsonl"},
+		},
+	})
 }
 
 func runRender(ctx context.Context, env *cmdEnv, args []string) error {

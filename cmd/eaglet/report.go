@@ -20,7 +20,15 @@ import (
 )
 
 func init() {
-	register(command{name: "report", summary: "write the run's HTML report: lengths, outcomes, throughput, budget, records", run: runReport})
+	register(command{
+		name:    "report",
+		summary: "write the run's HTML report: lengths, outcomes, throughput, budget, records",
+		run:     runReport,
+		examples: []example{
+			{"write report.html beside the state store", "eaglet report specs/examples/quickstart.yaml"},
+			{"write it elsewhere", "eaglet report --out quickstart.html specs/examples/quickstart.yaml"},
+		},
+	})
 }
 
 func runReport(ctx context.Context, env *cmdEnv, args []string) error {

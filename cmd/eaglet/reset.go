@@ -9,7 +9,15 @@ import (
 )
 
 func init() {
-	register(command{name: "reset", summary: "forget a stage's results (and everything downstream of it)", run: runReset})
+	register(command{
+		name:    "reset",
+		summary: "forget a stage's results (and everything downstream of it)",
+		run:     runReset,
+		examples: []example{
+			{"list what forgetting the filter stage would forget", "eaglet reset --stage filter specs/examples/quickstart.yaml"},
+			{"forget one dataset's generate and what follows it", "eaglet reset --stage generate --dataset chat --yes specs/examples/quickstart.yaml"},
+		},
+	})
 }
 
 func runReset(_ context.Context, env *cmdEnv, args []string) error {

@@ -15,7 +15,16 @@ import (
 )
 
 func init() {
-	register(command{name: "run", summary: "run the pipeline; resumes where a previous run stopped", run: runRun})
+	register(command{
+		name:    "run",
+		summary: "run the pipeline; resumes where a previous run stopped",
+		run:     runRun,
+		examples: []example{
+			{"run what is not up to date; run it again to resume after a kill", "eaglet run specs/examples/quickstart.yaml"},
+			{"ask the server again for one dataset's answers", "eaglet run --stage generate --dataset chat --force specs/examples/quickstart.yaml"},
+			{"timestamped progress lines for a log file", "eaglet run --progress lines specs/examples/quickstart.yaml > run.log 2>&1"},
+		},
+	})
 }
 
 func runRun(ctx context.Context, env *cmdEnv, args []string) error {

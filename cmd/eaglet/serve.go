@@ -19,7 +19,15 @@ import (
 )
 
 func init() {
-	register(command{name: "serve", summary: "serve the report live while a run goes on, refreshed from the store", run: runServe})
+	register(command{
+		name:    "serve",
+		summary: "serve the report live while a run goes on, refreshed from the store",
+		run:     runServe,
+		examples: []example{
+			{"the report live on http://127.0.0.1:8080 while a run goes on", "eaglet serve specs/examples/quickstart.yaml"},
+			{"on every interface, behind a token", "EAGLET_SERVE_TOKEN=$(openssl rand -hex 16) eaglet serve --addr 0.0.0.0:8080 --allow-remote specs/examples/quickstart.yaml"},
+		},
+	})
 }
 
 // serveTokenVar names the environment variable holding the token a

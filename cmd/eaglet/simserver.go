@@ -20,6 +20,11 @@ func init() {
 		name:    "sim-server",
 		summary: "serve a simulated model over SGLang and OpenAI HTTP APIs",
 		run:     runSimServer,
+		examples: []example{
+			{"a simulated SGLang and OpenAI-compatible server on 127.0.0.1:30000", "eaglet sim-server"},
+			{"one that fails 5% of requests with 500 and 5% with 429", "eaglet sim-server --fail-500 0.05 --fail-429 0.05"},
+			{"decoding at 50 tokens/s a sequence into a bounded KV cache, as SGLang schedules", "eaglet sim-server --speed 50 --kv-tokens 160000 --mean-tokens 2000"},
+		},
 	})
 }
 

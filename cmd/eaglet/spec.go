@@ -31,6 +31,12 @@ func newFlags(env *cmdEnv, name, args, summary string) *flag.FlagSet {
 			fmt.Fprintln(env.stderr, "\nflags:")
 			fs.PrintDefaults()
 		}
+		if ex := commands[name].examples; len(ex) > 0 {
+			fmt.Fprintln(env.stderr, "\nexamples:")
+			for _, e := range ex {
+				fmt.Fprintf(env.stderr, "\n  # %s\n  $ %s\n", e.about, e.line)
+			}
+		}
 	}
 	return fs
 }

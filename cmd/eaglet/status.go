@@ -19,7 +19,15 @@ import (
 )
 
 func init() {
-	register(command{name: "status", summary: "per stage and dataset: done, dropped, skipped, failed, tokens, time", run: runStatus})
+	register(command{
+		name:    "status",
+		summary: "per stage and dataset: done, dropped, skipped, failed, tokens, time",
+		run:     runStatus,
+		examples: []example{
+			{"per instance: done, dropped, skipped and failed records with reasons", "eaglet status specs/examples/quickstart.yaml"},
+			{"the same for scripts", "eaglet status --json specs/examples/quickstart.yaml > status.json"},
+		},
+	})
 }
 
 // instanceStatus is one row of `eaglet status`, also its --json form: the

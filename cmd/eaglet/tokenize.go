@@ -17,7 +17,15 @@ import (
 )
 
 func init() {
-	register(command{name: "tokenize", summary: "encode JSONL texts with a model's tokenizer", run: runTokenize})
+	register(command{
+		name:    "tokenize",
+		summary: "encode JSONL texts with a model's tokenizer",
+		run:     runTokenize,
+		examples: []example{
+			{"encode a text with a model's tokenizer", `echo '{"id": 1, "text": "Hello, world"}' | eaglet tokenize --tokenizer internal/tokenizer/testdata/qwen3`},
+			{"the prompt ids of chat rows, thinking off", `eaglet tokenize --tokenizer internal/tokenizer/testdata/qwen3 --template-kwargs '{"enable_thinking": false}' < chats.jsonl > ids.jsonl`},
+		},
+	})
 }
 
 func runTokenize(ctx context.Context, env *cmdEnv, args []string) error {

@@ -9,7 +9,15 @@ import (
 )
 
 func init() {
-	register(command{name: "validate", summary: "check a spec and report every problem at once", run: runValidate})
+	register(command{
+		name:    "validate",
+		summary: "check a spec and report every problem at once",
+		run:     runValidate,
+		examples: []example{
+			{"check a spec: every problem at once, as FILE:LINE:COL", "eaglet validate specs/examples/quickstart.yaml"},
+			{"a spec whose outputs go outside its directory", "OUT=/data/run eaglet validate --allow-outside specs/examples/eagle3.yaml"},
+		},
+	})
 }
 
 func runValidate(_ context.Context, env *cmdEnv, args []string) error {

@@ -19,7 +19,7 @@ func init() {
 }
 
 // Options of filter: ready-made rules, then expressions over record
-// fields (see the README).
+// fields (see docs/spec.md).
 type Options struct {
 	Rules *Rules     `yaml:"rules" doc:"ready-made checks, below"`
 	Keep  specs.Expr `yaml:"keep" eval:"predicate" doc:"record predicate"`
