@@ -100,8 +100,8 @@ func New(spec *specs.Spec, ep *specs.Endpoint, srv pool.Server) (*Client, error)
 type ServerOptions struct {
 	// Stream asks for answers as they are made.
 	Stream bool `yaml:"stream" doc:"stream answers, so the budget sees running answers grow"`
-	// StopTokenIDs are end-of-turn ids trimmed from recorded token ids.
-	StopTokenIDs []int `yaml:"stop_token_ids" doc:"end-of-turn ids trimmed from recorded token ids"`
+	// StopTokenIDs are ids the model stops on beyond those its files name.
+	StopTokenIDs []int `yaml:"stop_token_ids" doc:"ids the model stops on beyond its files' (eos_token, generation_config.json, the template's end-of-turn), trimmed from a stopped answer's ids"`
 	// ThinkStart and ThinkEnd delimit reasoning written inline.
 	ThinkStart string `yaml:"think_start" default:"<think>" doc:"opens reasoning written inline in the answer"`
 	ThinkEnd   string `yaml:"think_end" default:"</think>" doc:"closes it"`
