@@ -213,8 +213,8 @@ func (r *Record) Conversation() []Message {
 // Message returns the answer as the assistant message of a conversation
 // that goes on (turn by turn generation): an answer of only tool calls has
 // null content, as servers send it, so templates that branch on it render
-// the calls. Conversation leaves that out: handoff formats write content
-// as a string.
+// the calls. Conversation leaves that out: SpecForge's rows need content
+// as a string (the handoff's messages rows keep the null).
 func (g *Generation) Message() Message {
 	return Message{Role: Assistant, Content: g.Content, NullContent: g.Content == "" && len(g.ToolCalls) > 0,
 		Reasoning: g.Reasoning, ToolCalls: g.ToolCalls}

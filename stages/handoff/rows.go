@@ -101,7 +101,6 @@ type tokens struct {
 	from, check string
 	// contextLen is the context's length, for a mismatch's figures.
 	contextLen int
-	text       string // the context and answer as rendered
 	// idsAgree says whether the server's output ids decode, with the
 	// handoff's tokenizer, to the answer's text; false flags a tokenizer
 	// that is not the target's.
@@ -132,7 +131,7 @@ func encode(tmpl *chat.Template, tools []conv.ToolDef, t answer) (*tokens, error
 	if err != nil {
 		return nil, fmt.Errorf("render turn %d: %w", t.index, err)
 	}
-	tk := &tokens{text: rendered.Prompt + rendered.Text}
+	tk := &tokens{}
 	ctx := t.sentIDs
 	want := t.promptTokens
 	if ctx == nil {

@@ -272,7 +272,13 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, error) {
 	case FormatSpeculators:
 		v = speculatorsRow{ID: rowID(rec, t), PrimaryID: rec.Key, InputIDs: tk.ids, LossMask: tk.mask, Metadata: h.metadata(rec, t, tk)}
 	case FormatSpecForgeText:
-		v = textRow{ID: rowID(rec, t), Text: tk.text, Metadata: h.metadata(rec, t, tk)}
+		// The row's own ids as text, not the template's render of the
+		// conversation: SpecForge tokenizes this text and supervises
+		// each assistant span, so it must hold the served context and
+		// the target's ids, without the empty think block Qwen3's
+		// template renders into an answer that wrote none, and without
+		// an end-of-turn after a max_tokens cut.
+		v = textRow{ID: rowID(rec, t), Text: h.tmpl.Tokenizer().Decode(tk.ids), Metadata: h.metadata(rec, t, tk)}
 	default:
 		convo := conv.ToOpenAI(t.conversation())
 		if h.opts.Format == FormatSpecForge {
@@ -284,6 +290,7 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, error) {
 			}
 			v = specForgeRow{ID: rowID(rec, t), Status: "success", Conversations: convo, Tools: tools, Metadata: h.metadata(rec, t, tk)}
 		} else {
+			keepNull(convo, t.conversation())
 			v = messagesRow{ID: rowID(rec, t), Messages: convo, Tools: conv.ToolsToOpenAI(rec.Tools), Metadata: h.metadata(rec, t, tk)}
 		}
 	}
@@ -298,6 +305,18 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, error) {
 		r.tokens, r.supervised = t.promptTokens+t.completionTokens, t.completionTokens
 	}
 	return r, nil
+}
+
+// keepNull gives back null content where the served message had it: a
+// Hugging Face template may branch on it (DeepSeek-V3 renders an
+// assistant's tool calls only when its content is None), so "" would
+// render another conversation than the one served.
+func keepNull(out []conv.OpenAIMessage, msgs []conv.Message) {
+	for i, m := range msgs {
+		if m.NullContent && m.Content == "" {
+			out[i].Content = nil
+		}
+	}
 }
 
 // specForgeInvalid applies SpecForge's validate_regenerated_data.py rules
