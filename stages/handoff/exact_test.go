@@ -1,7 +1,9 @@
 package handoff_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,6 +198,28 @@ stages:
 					}
 				}
 				t.Logf("%d of %d rows exact (%+v)", exact, len(rows), seen)
+				// The manifest counts what the rows say: how ids were made
+				// and how each context was checked.
+				var m struct {
+					IDsFrom     map[string]int `json:"ids_from"`
+					PromptCheck map[string]int `json:"prompt_check"`
+				}
+				b, err := os.ReadFile(filepath.Join(dir, "out", "current", "manifest.json"))
+				if err != nil || json.Unmarshal(b, &m) != nil {
+					t.Fatalf("manifest: %v", err)
+				}
+				from := map[string]int{}
+				checks := map[string]int{}
+				for _, r := range rows {
+					from[r.Metadata.IDsFrom]++
+					checks[r.Metadata.PromptCheck]++
+				}
+				if !maps.Equal(m.IDsFrom, from) || !maps.Equal(m.PromptCheck, checks) {
+					t.Errorf("manifest ids_from %v, prompt_check %v; the rows say %v, %v", m.IDsFrom, m.PromptCheck, from, checks)
+				}
+				if want := map[bool]string{true: "server", false: "tokenized"}[p.serverIDs]; from[want] != len(rows) {
+					t.Errorf("ids_from %v; want all %d rows %s", from, len(rows), want)
+				}
 				// Tool calls come parsed only on the chat path; /generate
 				// returns them as text. The sim writes content before a
 				// call, which gpt-oss's template refuses beside reasoning:

@@ -208,8 +208,10 @@ type Handoff struct {
 	load     func() error
 	loadOnce sync.Once
 	loadErr  error
-	// manifestPath and stamp name what Finish wrote, for Report.
+	// manifestPath and stamp name what Finish wrote, for Report; flagged
+	// counts its rows that are not exactly what the server read and wrote.
 	manifestPath, stamp string
+	flagged             map[string]int
 	// runDrops are the records this run's Run dropped, which Finish
 	// never sees but the manifest accounts for.
 	runDrops []drop
@@ -401,6 +403,18 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 	}
 	h.inst.Log("wrote %s: %d rows, %d tokens (%d supervised) in %d shards%s", v.rel, v.rows, v.tokens, v.supervised, len(v.shards), v.reused)
 	m := v.manifest
+	h.flagged = nil
+	for reason, n := range map[string]int{
+		"context another length than the server counted":          m.PromptCheck[promptMismatch],
+		"answer tokenized from text (the server returned no ids)": m.IDsFrom[fromTokenized],
+	} {
+		if n > 0 {
+			if h.flagged == nil {
+				h.flagged = map[string]int{}
+			}
+			h.flagged[reason] = n
+		}
+	}
 	if n := m.PromptCheck[promptMismatch]; n > 0 {
 		h.inst.Log("warning: %d of %d rows' context is another length than the server counted (each row's metadata has context_tokens beside usage.prompt_tokens): the handoff's tokenizer, chat template or its kwargs differ from the server's", n, v.rows)
 	}
@@ -452,9 +466,12 @@ func (h *Handoff) launch(ctx context.Context, v *version) error {
 	return err
 }
 
-// Report names the manifest, so a deleted version is written again.
+// Report names the manifest, so a deleted version is written again, and
+// counts the rows that are not exactly what the server read and wrote, so
+// status and the summary say so beside the log's warnings.
 func (h *Handoff) Report(s *stages.Report) {
 	if h.stamp != "" {
 		s.Output, s.OutputHash = h.manifestPath, h.stamp
 	}
+	s.Flagged = h.flagged
 }
