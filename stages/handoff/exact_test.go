@@ -325,3 +325,42 @@ func checkAnswer(tmpl *chat.Template, rec *conv.Record, a answerOf, p exactPath,
 }
 
 func tail(ids []int) []int { return ids[max(0, len(ids)-4):] }
+
+// TestHandoff_SimAgreesWithTokenize: the in-process simulator reads the
+// prompt the tokenize stage encoded, so it counts every prompt as tokenize
+// did: no answer is refused as truncated, and every row's re-rendered
+// context is as long as the server counted.
+func TestHandoff_SimAgreesWithTokenize(t *testing.T) {
+	tokDir, _ := exactModel(t, "qwen3")
+	dir := t.TempDir()
+	for _, f := range []string{"chat.jsonl", "tools.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("../../specs/examples/data", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+name: sim-tokenize
+state: state.db
+datasets:
+  chat: {source: chat.jsonl, format: messages}
+  tools: {source: tools.jsonl, format: messages}
+endpoints: {sim: {api: sim}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: tokenize, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: %q}}
+  - {name: generate, uses: generate, needs: [tokenize], foreach: datasets, with: {max_tokens: 100}}
+  - {name: handoff, uses: handoff, needs: [generate], with: {out: out, tokenizer: %q}}
+`, tokDir, tokDir))
+	enginetest.Run(t, p, store, nil)
+	checks := map[string]int{}
+	for _, r := range readSpeculators(t, filepath.Join(dir, "out", "current")) {
+		checks[r.Metadata.PromptCheck]++
+	}
+	if len(checks) != 1 || checks["count"] != 210 {
+		t.Errorf("prompt checks %v; want all 210 rows count (none refused, none of another length)", checks)
+	}
+}
