@@ -96,7 +96,7 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 	if src == "" {
 		return nil, ErrNoTemplate
 	}
-	tmpl, err := jinja.Compile(src)
+	tmpl, err := jinja.Compile(pyFilterSource(src))
 	if err != nil {
 		return nil, templateError(src, err)
 	}
@@ -124,6 +124,9 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 		if err != nil {
 			return nil, fmt.Errorf("template kwarg %q: %w", name, err)
 		}
+		t.vars[name] = v
+	}
+	for name, v := range pyCallables {
 		t.vars[name] = v
 	}
 	t.form = formOf(src)

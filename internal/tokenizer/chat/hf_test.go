@@ -94,3 +94,37 @@ func TestRender_ChatRowsMatchJinja2(t *testing.T) {
 		})
 	}
 }
+
+// TestRender_Llama3TrimMatchesJinja2 renders Llama 3's template, whose
+// `| trim` is Python's str.strip(), over rows whose text starts and ends
+// with U+001C..U+001F (which Python strips and Go's strings.TrimSpace
+// keeps) and other whitespace, and compares with Python Jinja2's render
+// (gen/chat_trim.py).
+func TestRender_Llama3TrimMatchesJinja2(t *testing.T) {
+	var file struct {
+		Model   string            `json:"model"`
+		Rows    []json.RawMessage `json:"rows"`
+		Renders []render          `json:"renders"`
+	}
+	readJSON(t, filepath.Join(testdata, "chat", "trim_llama3.json"), &file)
+	rows := map[string]json.RawMessage{}
+	for _, raw := range file.Rows {
+		var c struct{ Name string }
+		json.Unmarshal(raw, &c)
+		rows[c.Name] = raw
+	}
+	tmpl := loadTemplate(t, file.Model, "")
+	for _, r := range file.Renders {
+		rec, err := dataset.DecodeChat(rows[r.Case])
+		if err != nil {
+			t.Fatalf("%s: %v", r.Case, err)
+		}
+		got, err := tmpl.Render(rec.Messages, rec.Tools, r.AddGenerationPrompt)
+		if err != nil {
+			t.Fatalf("%s gen=%v: %v", r.Case, r.AddGenerationPrompt, err)
+		}
+		if got != r.Text {
+			t.Errorf("%s gen=%v:\n got %q\nwant %q", r.Case, r.AddGenerationPrompt, got, r.Text)
+		}
+	}
+}
