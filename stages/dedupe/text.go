@@ -5,6 +5,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
@@ -29,7 +32,30 @@ func mix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// exactHash hashes what the target is asked, case-folded with runs of
+// fold is text as duplicates are compared: NFKC, so fullwidth forms,
+// ligatures and other compatibility characters read as what they stand
+// for ("ﬁ" as "fi"), then full Unicode case folding, so "ß", "SS" and
+// "ss" are one, as are "ς", "σ" and "Σ", and NFKC again, as folding can
+// leave text unnormalised. ASCII, which neither changes but for case, is
+// only lowercased.
+func fold(s string) string {
+	upper := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			// A Caser keeps state between calls, so each call has its own.
+			return norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		}
+	}
+	if !upper {
+		return s
+	}
+	return strings.ToLower(s)
+}
+
+// exactHash hashes what the target is asked, folded (fold) with runs of
 // whitespace made one space: the prompt's messages with their roles and
 // tool calls, and the tools offered.
 func exactHash(rec *conv.Record) uint64 {
@@ -40,7 +66,7 @@ func exactHash(rec *conv.Record) uint64 {
 		}
 	}
 	norm := func(s string) {
-		write(strings.Join(strings.Fields(strings.ToLower(s)), " "))
+		write(strings.Join(strings.Fields(fold(s)), " "))
 		write("\x00")
 	}
 	for _, m := range rec.Prompt() {
@@ -104,14 +130,16 @@ func scanWords(s string, fn func(from, to int)) {
 	}
 }
 
-// wordHashes appends the hashes of the words of parts to dst, lowercased,
-// so case makes no difference either.
+// wordHashes appends the hashes of the words of parts to dst, read from
+// the folded text (fold), so case and compatibility forms make no
+// difference either.
 func wordHashes(dst []uint64, parts []string) []uint64 {
 	for _, s := range parts {
+		s = fold(s)
 		scanWords(s, func(from, to int) {
 			h := uint64(fnvOffset)
 			for _, r := range s[from:to] {
-				for r = unicode.ToLower(r); r > 0; r >>= 8 {
+				for ; r > 0; r >>= 8 {
 					h = (h ^ uint64(r&0xFF)) * fnvPrime
 				}
 			}
@@ -126,7 +154,8 @@ func wordHashes(dst []uint64, parts []string) []uint64 {
 func wordsOf(parts []string) []string {
 	var out []string
 	for _, s := range parts {
-		scanWords(s, func(from, to int) { out = append(out, strings.ToLower(s[from:to])) })
+		s = fold(s)
+		scanWords(s, func(from, to int) { out = append(out, s[from:to]) })
 	}
 	return out
 }

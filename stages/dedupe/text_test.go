@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,6 +38,56 @@ func TestExactHash(t *testing.T) {
 	for _, tt := range tests {
 		if got := exactHash(tt.other) == exactHash(base); got != tt.same {
 			t.Errorf("%s: same = %v, want %v", tt.name, got, tt.same)
+		}
+	}
+}
+
+// TestFold_UnicodeCaseAndCompatibility: prompts that differ only in case,
+// under full Unicode case folding, or in compatibility forms (NFKC) are
+// one prompt to every check: the exact hash, the n-grams decontamination
+// matches and the MinHash signatures near duplicates are found by.
+func TestFold_UnicodeCaseAndCompatibility(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"sharp s and SS", "Die Straße ist lang", "DIE STRASSE IST LANG", true},
+		{"sharp s and ss", "die straße ist lang", "die strasse ist lang", true},
+		{"capital sharp s", "\u1e9e", "ss", true},
+		{"final sigma and sigma", "ΟΔΟΣ ΚΑΙ ΛΟΓΟΣ", "οδος και λογος", true},
+		{"final sigma written as medial", "οδοσ και λογοσ", "οδος και λογος", true},
+		{"fullwidth forms", "ＷＨＡＴ ｉｓ ２＋２？", "what is 2+2?", true},
+		{"ligatures", "ﬁnd the ﬂoor ﬃ", "find the floor ffi", true},
+		{"titlecase digraph", "ǅemal", "DŽEMAL", true},
+		{"Kelvin and Angstrom signs", "\u212a \u212b", "k å", true},
+		{"composed and decomposed", "caf\u00e9", "cafe\u0301", true},
+		{"ideographic space", "a\u3000b", "a b", true},
+		{"accents are kept", "résumé", "resume", false},
+		{"dotless i is its own letter", "ılık", "ilik", false},
+		{"other words", "Die Straße ist lang", "Die Straße ist kurz", false},
+	}
+	const n = 3
+	mh := newMinHasher(128, n)
+	for _, tt := range tests {
+		ra := &conv.Record{Messages: []conv.Message{{Role: "user", Content: tt.a}}}
+		rb := &conv.Record{Messages: []conv.Message{{Role: "user", Content: tt.b}}}
+		if got := exactHash(ra) == exactHash(rb); got != tt.same {
+			t.Errorf("%s: exact hash equal = %v, want %v", tt.name, got, tt.same)
+		}
+		wa, wb := wordHashes(nil, []string{tt.a}), wordHashes(nil, []string{tt.b})
+		if got := slices.Equal(wa, wb); got != tt.same {
+			t.Errorf("%s: words equal = %v, want %v (%q, %q)", tt.name, got, tt.same, wordsOf([]string{tt.a}), wordsOf([]string{tt.b}))
+		}
+		if len(wa) >= n {
+			if got := slices.Equal(grams([]string{tt.a}, n), grams([]string{tt.b}, n)); got != tt.same {
+				t.Errorf("%s: n-grams equal = %v, want %v", tt.name, got, tt.same)
+			}
+			sa, _ := mh.sign(nil, wa)
+			sb, _ := mh.sign(nil, wb)
+			if got := similarity(sa, sb) == 1; got != tt.same {
+				t.Errorf("%s: signatures equal = %v, want %v", tt.name, got, tt.same)
+			}
 		}
 	}
 }

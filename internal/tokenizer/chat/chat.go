@@ -98,7 +98,7 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 	if src == "" {
 		return nil, ErrNoTemplate
 	}
-	tmpl, err := jinja.Compile(src)
+	tmpl, err := jinja.Compile(pyFilterSource(src))
 	if err != nil {
 		return nil, templateError(src, err)
 	}
@@ -126,6 +126,9 @@ func New(tok *tokenizer.Tokenizer, opts ...Option) (*Template, error) {
 		if err != nil {
 			return nil, fmt.Errorf("template kwarg %q: %w", name, err)
 		}
+		t.vars[name] = v
+	}
+	for name, v := range pyCallables {
 		t.vars[name] = v
 	}
 	t.form = formOf(src)
@@ -175,13 +178,19 @@ func (t *Template) PrintsDate() bool { return strings.Contains(t.src, "strftime_
 // Render returns the template's text for a conversation. With
 // addGenerationPrompt the text ends where the assistant's answer begins.
 func (t *Template) Render(messages []conv.Message, tools []conv.ToolDef, addGenerationPrompt bool) (string, error) {
+	return t.render(messages, tools, addGenerationPrompt, -1)
+}
+
+// render is Render with messages[answer] (none when -1) given as the
+// server's answer (messageValue).
+func (t *Template) render(messages []conv.Message, tools []conv.ToolDef, addGenerationPrompt bool, answer int) (string, error) {
 	data := make(map[string]jinja.Value, len(t.vars)+3)
 	for k, v := range t.vars {
 		data[k] = v
 	}
 	msgs := make([]jinja.Value, len(messages))
 	for i, m := range messages {
-		v, err := messageValue(m, t.form)
+		v, err := messageValue(m, t.form, i == answer)
 		if err != nil {
 			return "", fmt.Errorf("message %d: %w", i, err)
 		}
@@ -399,17 +408,20 @@ type Answer struct {
 	End string
 }
 
-// RenderAnswer renders messages, whose last is an assistant turn, split
-// where the model's answer starts and where its turn ends. Text after the
-// end-of-turn marker (a newline before the next turn) belongs to no one
-// and is left out. It fails with ErrMaskUnaligned when the context's
+// RenderAnswer renders messages, whose last is an assistant turn the
+// server returned, split where the model's answer starts and where its
+// turn ends. The answer's tool-call arguments are the server's text for
+// templates that print text (Qwen3's string branch, DeepSeek-V3's
+// concatenation) and the object parsed from it for the others. Text after
+// the end-of-turn marker (a newline before the next turn) belongs to no
+// one and is left out. It fails with ErrMaskUnaligned when the context's
 // render is not a prefix of the whole.
 func (t *Template) RenderAnswer(messages []conv.Message, tools []conv.ToolDef) (*Answer, error) {
 	n := len(messages)
 	if n == 0 || messages[n-1].Role != conv.Assistant {
 		return nil, fmt.Errorf("render answer: the conversation does not end with an assistant turn")
 	}
-	full, err := t.Render(messages, tools, false)
+	full, err := t.render(messages, tools, false, n-1)
 	if err != nil {
 		return nil, err
 	}

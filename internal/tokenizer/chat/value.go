@@ -106,6 +106,10 @@ type form struct {
 	// (DeepSeek-V3); otherwise they are an object, as transformers
 	// documents and servers pass them.
 	argsText bool
+	// argsString: the template prints arguments given as a string as
+	// they are (Qwen3's `arguments is string`), so an answer's calls
+	// reach it as the server's text (messageValue).
+	argsString bool
 	// none: the template tests content against none (DeepSeek-V3 renders
 	// tool calls only then), so null content is None; other templates get
 	// "", as vLLM gives them, since they would fail on None
@@ -117,10 +121,12 @@ var (
 	iteratesContent = regexp.MustCompile(`for\s+\w+\s+in\s+\w+(\.content|\[\s*['"]content['"]\s*\])`)
 	testsNone       = regexp.MustCompile(`(\.|\[['"])content['"]?\]?\s+is\s+(not\s+)?none`)
 	concatsArgs     = regexp.MustCompile(`\+\s*[\w.\[\]'"]*\barguments\b['"]?\]?\s*[+}]|\barguments\b['"]?\]?\s*\+`)
+	testsArgsString = regexp.MustCompile(`\barguments\b['"]?\]?\s+is\s+string\b`)
 )
 
 func formOf(src string) form {
-	return form{partsList: iteratesContent.MatchString(src), argsText: concatsArgs.MatchString(src), none: testsNone.MatchString(src)}
+	return form{partsList: iteratesContent.MatchString(src), argsText: concatsArgs.MatchString(src),
+		argsString: testsArgsString.MatchString(src), none: testsNone.MatchString(src)}
 }
 
 // contentValue is a message's content as the template expects it: None
@@ -145,8 +151,15 @@ func contentValue(m conv.Message, f form) jinja.Value {
 // messageValue is a message as Hugging Face chat templates expect it:
 // reasoning both as reasoning_content (Qwen3, DeepSeek-R1, Kimi) and
 // thinking (gpt-oss), tool calls in the OpenAI shape with arguments as an
-// object, or as text for templates that concatenate them.
-func messageValue(m conv.Message, f form) (jinja.Value, error) {
+// object, or as text for templates that concatenate them. An answer
+// (RenderAnswer's) is the server's, and the server's arguments text is
+// the nearest thing to what the model wrote: templates that print a
+// string argument as it is (argsString) get that text too, as
+// transformers renders the row handoff writes; the others the object.
+func messageValue(m conv.Message, f form, answer bool) (jinja.Value, error) {
+	if answer && f.argsString {
+		f.argsText = true
+	}
 	v := dict("role", jinja.NewString(m.Role), "content", contentValue(m, f))
 	d := v.AsDict()
 	if m.Reasoning != "" {

@@ -153,12 +153,24 @@ func (c *Client) generation(r *result, req *backend.Request) (*conv.Generation, 
 		g.Reasoning, g.Content = pool.SplitThink(g.Content, c.cfg.ThinkStart, c.cfg.ThinkEnd)
 	}
 	for _, tc := range r.tools {
-		args := json.RawMessage(tc.args.String())
-		if !json.Valid(args) {
-			// Keep what the model wrote, as a JSON string, rather than lose it.
-			args, _ = json.Marshal(tc.args.String())
-		}
-		g.ToolCalls = append(g.ToolCalls, conv.ToolCall{ID: tc.id, Name: tc.name, Arguments: args})
+		g.ToolCalls = append(g.ToolCalls, serverCall(tc.id, tc.name, tc.args.String()))
 	}
 	return g, nil
+}
+
+// serverCall is a call the server returned, its arguments text kept as the
+// server wrote it: the store writes Arguments back compacted and with
+// HTML escaped ("<" as \u003c), so a template that prints arguments as
+// text, and the rows handoff writes, get that text from ArgumentsText.
+// Text that is not JSON is kept as a JSON string rather than lost.
+func serverCall(id, name, text string) conv.ToolCall {
+	c := conv.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(text)}
+	if !json.Valid(c.Arguments) {
+		c.Arguments, _ = json.Marshal(text)
+	}
+	// Text the store writes back the same needs no copy.
+	if stored, _ := json.Marshal(c.Arguments); string(stored) != text {
+		c.ArgumentsText = text
+	}
+	return c
 }

@@ -148,3 +148,51 @@ func BenchmarkClient_Chat_Instant(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }
+
+// TestClient_ToolCallArgumentsKeepTheServersText: the arguments text a
+// server returns is what the record keeps, through the store's JSON
+// (which writes Arguments compacted and HTML-escaped), for templates that
+// print it and for the rows handoff writes.
+func TestClient_ToolCallArgumentsKeepTheServersText(t *testing.T) {
+	tests := []struct {
+		name, text string
+		args       string // Arguments as stored
+		kept       bool   // ArgumentsText set
+	}{
+		{"compact", `{"city":"Zürich","days":2}`, `{"city":"Zürich","days":2}`, false},
+		{"spaced", `{"city": "Paris", "days": 1}`, `{"city":"Paris","days":1}`, true},
+		{"html characters", `{"q":"a<b && c>d"}`, `{"q":"a\u003cb \u0026\u0026 c\u003ed"}`, true},
+		{"not JSON", `{"city": "Par`, `"{\"city\": \"Par"`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls, _ := json.Marshal([]conv.OpenAIToolCall{{ID: "c1", Type: "function", Function: conv.OpenAIFunction{Name: "get_weather", Arguments: tt.text}}})
+				fmt.Fprintf(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":%s},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":9,"completion_tokens":12}}`, calls)
+			}))
+			defer hs.Close()
+			g, err := client(t, hs.URL, Config{}).Generate(context.Background(), &backend.Request{Messages: conversation(1), MaxTokens: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := json.Marshal(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back conv.Generation
+			if err := json.Unmarshal(stored, &back); err != nil {
+				t.Fatal(err)
+			}
+			if len(back.ToolCalls) != 1 {
+				t.Fatalf("%d tool calls", len(back.ToolCalls))
+			}
+			c := back.ToolCalls[0]
+			if string(c.Arguments) != tt.args || (c.ArgumentsText != "") != tt.kept {
+				t.Errorf("stored arguments %s, text %q; want %s, text kept %v", c.Arguments, c.ArgumentsText, tt.args, tt.kept)
+			}
+			if got := conv.ToOpenAI([]conv.Message{back.Message()})[0].ToolCalls[0].Function.Arguments; got != tt.text {
+				t.Errorf("row arguments %q, want the server's %q", got, tt.text)
+			}
+		})
+	}
+}
