@@ -233,20 +233,22 @@ stages:
 	}
 }
 
-// rowAnswer is turn i of a record's generated answers, as the handoff
-// lists them.
+// answerOf is one generated answer of a record, with what the server
+// said of it.
 type answerOf struct {
 	context []conv.Message
 	msg     conv.Message
 	finish  string
 	// ids are the server's output ids; promptIDs its prompt ids, when it
-	// returned them; sent counts the prompt ids sent for a later turn.
+	// returned them.
 	ids, promptIDs []int
 	promptTokens   int
 	completion     int
 	first          bool
 }
 
+// rowAnswer is turn i of a record's generated answers, as the handoff
+// lists them: the earlier turns, then the final one.
 func rowAnswer(rec *conv.Record, i int) answerOf {
 	g := rec.Generation
 	if i < len(g.Turns) {

@@ -18,7 +18,6 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
@@ -27,19 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // qwen3 is the real Qwen3 tokenizer and chat template the tests render with.
 func qwen3(t *testing.T) (string, *chat.Template) {
 	t.Helper()
-	dir, err := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := chat.New(tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, tmpl
+	return exactModel(t, "qwen3")
 }
 
 // workdir holds the test's copy of the conversations.
