@@ -90,3 +90,37 @@ func TestEncode_RetokenizedToolCallsKeepTheServersText(t *testing.T) {
 		}
 	}
 }
+
+// TestEncode_StoredStopIDTrimmed: answers recorded before the stop id was
+// trimmed on every path (vLLM's token_ids end in <|im_end|>) still hand
+// off with one end-of-turn; an answer cut at max_tokens keeps every id.
+func TestEncode_StoredStopIDTrimmed(t *testing.T) {
+	tok, err := tokenizer.Load("../../internal/tokenizer/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.New(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	model := tmpl.Tokens("Hello there.")
+	for _, tc := range []struct {
+		name, finish string
+		stored, want []int
+	}{
+		{"stored with its stop id", "stop", append(slices.Clone(model), imEnd), append(slices.Clone(model), imEnd)},
+		{"stored without", "stop", model, append(slices.Clone(model), imEnd)},
+		{"cut at max_tokens", "length", model, model},
+	} {
+		a := answer{context: []conv.Message{{Role: conv.User, Content: "Hi"}},
+			msg: conv.Message{Role: conv.Assistant, Content: "Hello there."}, finish: tc.finish, outputIDs: tc.stored}
+		tk, err := encode(tmpl, nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tk.ids[len(tk.ids)-tk.supervised:]; !slices.Equal(got, tc.want) {
+			t.Errorf("%s: supervised %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
