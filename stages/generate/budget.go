@@ -12,6 +12,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
@@ -61,8 +62,8 @@ type budget struct {
 	changed  *sync.Cond
 	limits   []*limit
 	tol      float64
-	lengths  *lengthModel
-	pace     pace
+	lengths  *answerlen.Model
+	pace     answerlen.Pace
 	inflight map[*ticket]struct{}
 	// records counts the records whose cost is in the limits' spent.
 	records int64
@@ -102,8 +103,8 @@ type ticket struct {
 	exact, streamed                 atomic.Bool
 }
 
-func newBudget(limits []*limit, tol float64, lengths *lengthModel, prior func() (stages.Usage, error)) *budget {
-	b := &budget{limits: limits, tol: tol, lengths: lengths, pace: newPace(),
+func newBudget(limits []*limit, tol float64, lengths *answerlen.Model, prior func() (stages.Usage, error)) *budget {
+	b := &budget{limits: limits, tol: tol, lengths: lengths, pace: answerlen.NewPace(),
 		inflight: map[*ticket]struct{}{}, loadPrior: prior, now: time.Now}
 	b.changed = sync.NewCond(&b.mu)
 	return b
@@ -123,7 +124,7 @@ func (b *budget) ensurePrior() error {
 	}
 	b.records += u.Records
 	for _, n := range u.Lengths {
-		b.lengths.add(n)
+		b.lengths.Add(n)
 	}
 	b.loaded = true
 	return nil
@@ -141,7 +142,7 @@ func (b *budget) takeKnown(ctx context.Context, promptTokens, completionTokens i
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	err := b.await(ctx, wait, func() (bool, bool) {
-		return b.fitsWith(func(lengthDist) (func(*limit) float64, float64) {
+		return b.fitsWith(func(answerlen.Dist) (func(*limit) float64, float64) {
 			return func(l *limit) float64 { return l.cost(promptTokens, float64(completionTokens), 1) }, 0
 		})
 	})
@@ -155,7 +156,7 @@ func (b *budget) takeKnown(ctx context.Context, promptTokens, completionTokens i
 		l.spent += l.cost(promptTokens, float64(completionTokens), 1)
 	}
 	b.records++
-	b.lengths.add(completionTokens)
+	b.lengths.Add(completionTokens)
 	b.changed.Broadcast()
 	return true, nil
 }
@@ -230,8 +231,8 @@ func (b *budget) await(ctx context.Context, wait bool, fits func() (fits, possib
 // fits says whether a new record fits now, and whether it could ever
 // (false once a limit is spent); known tokens of its answers are had.
 func (b *budget) fits(prompt, answers, known int) (fits, possible bool) {
-	return b.fitsWith(func(d lengthDist) (func(*limit) float64, float64) {
-		mean, variance := d.records(known/answers, answers)
+	return b.fitsWith(func(d answerlen.Dist) (func(*limit) float64, float64) {
+		mean, variance := d.Records(known/answers, answers)
 		return func(l *limit) float64 { return l.cost(prompt, mean, 1) }, variance
 	})
 }
@@ -239,7 +240,7 @@ func (b *budget) fits(prompt, answers, known int) (fits, possible bool) {
 // fitsWith is fits for a new record whose cost under each limit and token
 // variance newCost gives, from the current length distribution: one of
 // unknown length (fits) or one whose answer is known (takeKnown).
-func (b *budget) fitsWith(newCost func(d lengthDist) (func(*limit) float64, float64)) (fits, possible bool) {
+func (b *budget) fitsWith(newCost func(d answerlen.Dist) (func(*limit) float64, float64)) (fits, possible bool) {
 	// Progress is per answer, as the model: a record of k answers at p
 	// tokens is taken as k answers at p/k each.
 	progress := make(map[*ticket]int, len(b.inflight))
@@ -250,7 +251,7 @@ func (b *budget) fitsWith(newCost func(d lengthDist) (func(*limit) float64, floa
 		progress[t] = p
 		running = append(running, p)
 	}
-	d := b.lengths.distribution(running)
+	d := b.lengths.Distribution(running)
 	cost, variance := newCost(d)
 	for _, l := range b.limits {
 		if l.spent >= l.max {
@@ -258,7 +259,7 @@ func (b *budget) fitsWith(newCost func(d lengthDist) (func(*limit) float64, floa
 		}
 		var flyMean, flyVar float64
 		for t, p := range progress {
-			m, v := d.records(p, t.answers)
+			m, v := d.Records(p, t.answers)
 			flyMean += l.cost(t.prompt, m, 1)
 			flyVar += l.perToken * l.perToken * v
 		}
@@ -349,16 +350,16 @@ func (t *ticket) update(base int, p backend.Progress) {
 // the streams late, and an answer that finishes while others' chunks wait
 // unread frees its room for decisions that take those others as shorter
 // than they are. Counting their time since closes that gap.
-func (t *ticket) produced(now time.Time, pc *pace) int {
+func (t *ticket) produced(now time.Time, pc *answerlen.Pace) int {
 	n := int(t.base.Load())
 	switch {
 	case t.exact.Load():
 		n += int(t.tokens.Load())
 	case t.streamed.Load():
-		n += max(int(t.tokens.Load()), pc.tokensOf(int(t.chars.Load())))
+		n += max(int(t.tokens.Load()), pc.TokensOf(int(t.chars.Load())))
 	}
 	if s := t.seen.Load(); s != 0 {
-		n += pc.tokensIn(now.Sub(time.Unix(0, s)))
+		n += pc.TokensIn(now.Sub(time.Unix(0, s)))
 	}
 	return n
 }
@@ -375,241 +376,14 @@ func (t *ticket) finish(prompt, completion int) {
 			l.spent += l.cost(prompt, float64(completion), 1)
 		}
 		b.records++
-		b.lengths.add(completion / t.answers)
+		b.lengths.Add(completion / t.answers)
 		if t.base.Load() == 0 && completion > 0 {
 			// One answer: its text and time say what a token is worth.
-			b.pace.learnText(int(t.chars.Load()), completion)
+			b.pace.LearnText(int(t.chars.Load()), completion)
 			if s := t.sent.Load(); s != 0 {
-				b.pace.learnTime(completion, b.now().Sub(time.Unix(0, s)))
+				b.pace.LearnTime(completion, b.now().Sub(time.Unix(0, s)))
 			}
 		}
 	}
 	b.changed.Signal()
-}
-
-// pace converts what a running answer shows into tokens when the server
-// does not count them: text by the characters a token has been worth in
-// finished answers (their usage), time by the tokens per second a
-// sequence has been producing. Under-counting a running answer is what
-// makes a budget overshoot (answers in flight look short, so too many are
-// admitted), and counting stream events as tokens under-counted by the
-// number of tokens a server puts in one event.
-type pace struct {
-	chars, textTokens float64
-	// tokens and seconds decay with each answer learned from, so the rate
-	// follows the batch: a sequence decodes faster as the batch shrinks
-	// near the end of a budget, just when it matters.
-	tokens, seconds float64
-}
-
-// Before any answer has finished, a token is taken as 3 characters (most
-// tokenizers give 3.5 to 4.5 on English): over-counting errs on the side
-// of the budget. The prior weighs as much as one short answer.
-const (
-	priorCharsPerToken = 3
-	priorTextTokens    = 100
-	// rateDecay keeps about the last 50 answers in the rate.
-	rateDecay = 0.98
-)
-
-func newPace() pace {
-	return pace{chars: priorCharsPerToken * priorTextTokens, textTokens: priorTextTokens}
-}
-
-func (p *pace) learnText(chars, tokens int) {
-	if chars > 0 {
-		p.chars += float64(chars)
-		p.textTokens += float64(tokens)
-	}
-}
-
-func (p *pace) learnTime(tokens int, took time.Duration) {
-	if took > 0 {
-		p.tokens = p.tokens*rateDecay + float64(tokens)
-		p.seconds = p.seconds*rateDecay + took.Seconds()
-	}
-}
-
-// tokensOf estimates the tokens in chars characters of an answer.
-func (p *pace) tokensOf(chars int) int {
-	return int(float64(chars) * p.textTokens / p.chars)
-}
-
-// tokensIn estimates the tokens an answer produces in d; nothing before
-// any answer has said how fast the server goes.
-func (p *pace) tokensIn(d time.Duration) int {
-	if p.seconds <= 0 || d <= 0 {
-		return 0
-	}
-	return int(d.Seconds() * p.tokens / p.seconds)
-}
-
-// lengthModel learns the distribution of completion lengths, to predict how
-// long a request will end up given how long it is so far. Lengths go into
-// log-spaced buckets; a prior shaped like a lognormal around the expected
-// length stands in until real answers arrive.
-//
-// Answers that finish first are the short ones, so a model fitted on
-// finished answers alone underestimates the tail exactly when it matters,
-// near the end of a budget with the long answers still running. The running
-// requests are therefore counted as censored observations (longer than
-// their progress so far), Kaplan-Meier style.
-type lengthModel struct {
-	count   [lengthBuckets]float64
-	max     int
-	priorMu float64
-}
-
-// priorSigma is the lognormal shape assumed before answers say otherwise;
-// LLM answer lengths are typically this heavy-tailed.
-const priorSigma = 1.0
-
-const lengthBuckets = 64
-
-func bucketOf(n int) int {
-	if n < 1 {
-		return 0
-	}
-	return min(int(math.Log2(float64(n))*3)+1, lengthBuckets-1)
-}
-
-func newLengthModel(expected, maxTokens int) *lengthModel {
-	if expected < 1 {
-		expected = 1
-	}
-	mu := math.Log(float64(expected)) - priorSigma*priorSigma/2
-	m := &lengthModel{max: maxTokens, priorMu: mu}
-	// 16 pseudo-answers at lognormal quantiles around the expectation.
-	for i := range 16 {
-		q := (float64(i) + 0.5) / 16
-		v := math.Exp(mu + priorSigma*math.Sqrt2*math.Erfinv(2*q-1))
-		m.add(int(math.Min(v, float64(maxTokens))))
-	}
-	return m
-}
-
-func (m *lengthModel) add(n int) {
-	m.count[bucketOf(n)]++
-}
-
-// lengthDist is a lognormal length distribution, capped at max tokens.
-type lengthDist struct {
-	mu, sigma, max float64
-	// The terms of after that do not depend on progress, set by prepare:
-	// admission asks after for every request in flight.
-	am, capped, e1, e2, phi1, phi2 float64
-}
-
-func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-
-func (d *lengthDist) prepare() {
-	mu, s := d.mu, d.sigma
-	d.am = (math.Log(d.max) - mu) / s
-	d.capped = phi(-d.am) // P(L > max)
-	d.e1, d.phi1 = math.Exp(mu+s*s/2), phi(s-d.am)
-	d.e2, d.phi2 = math.Exp(2*mu+2*s*s), phi(2*s-d.am)
-}
-
-// distribution fits a lognormal to the finished answers and the progress
-// of running ones: a weighted probit regression of the Kaplan-Meier curve,
-// ln(length) against the normal quantile of the share finished by then. A
-// parametric tail matters: near the end of a budget the answers still
-// running are the long ones, and their remaining length is what an
-// empirical histogram knows least about. Two quantiles (median and 90th
-// percentile) were tried first; near the censoring edge they drifted enough
-// (sigma 0.93 for a true 1.0) to let 1.5% overshoots through.
-func (m *lengthModel) distribution(running []int) lengthDist {
-	var censored [lengthBuckets]float64
-	for _, p := range running {
-		censored[bucketOf(p)]++
-	}
-	var atRisk float64
-	for b := range lengthBuckets {
-		atRisk += m.count[b] + censored[b]
-	}
-	d := lengthDist{max: float64(m.max), mu: m.priorMu, sigma: priorSigma}
-	surv := 1.0
-	var sw, sx, sy, sxx, sxy, fMax, greenwood float64
-	for b := range lengthBuckets {
-		if atRisk <= 0 {
-			break
-		}
-		if c := m.count[b]; c > 0 {
-			surv *= 1 - c/atRisk
-			if atRisk > c {
-				greenwood += c / (atRisk * (atRisk - c))
-			}
-			if f := 1 - surv; f > 0.01 && f < 0.99 && greenwood > 0 {
-				fMax = f
-				_, hi := bucketBounds(b)
-				x := math.Sqrt2 * math.Erfinv(2*f-1)
-				y := math.Log(hi)
-				// Inverse variance of the point's probit (Greenwood's
-				// variance of the curve): the many short answers that
-				// finish first must not outweigh the few long ones.
-				density := math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
-				w := density * density / (surv * surv * greenwood)
-				sw += w
-				sx += w * x
-				sy += w * y
-				sxx += w * x * x
-				sxy += w * x * y
-			}
-		}
-		atRisk -= m.count[b] + censored[b]
-	}
-	if sw > 0 {
-		mx, my := sx/sw, sy/sw
-		if fMax < 0.5 {
-			// Only the short answers are in: a slope fitted on them alone
-			// says little about the tail. Keep the prior's shape and place
-			// it by what is known.
-			d.mu = my - d.sigma*mx
-		} else if vx := sxx/sw - mx*mx; vx > 1e-3 {
-			if sigma := (sxy/sw - mx*my) / vx; sigma > 0.05 {
-				d.sigma = sigma
-				d.mu = my - sigma*mx
-			}
-		}
-	}
-	d.prepare()
-	return d
-}
-
-// records returns the mean and variance of what a record of k answers
-// will produce in all, each answer p tokens along: k answers' worth, with
-// their lengths taken as moving together (k² the variance), which errs on
-// the side of the budget.
-func (d *lengthDist) records(p, k int) (mean, variance float64) {
-	m, v := d.after(p)
-	return float64(k) * m, float64(k*k) * v
-}
-
-// after returns the mean and variance of the final length of an answer
-// that has produced p tokens so far: moments of the lognormal conditioned
-// on exceeding p and capped at max.
-func (d *lengthDist) after(p int) (mean, variance float64) {
-	pf := math.Max(float64(p), 0.5)
-	if pf >= d.max {
-		return d.max, 0
-	}
-	s := d.sigma
-	ap := (math.Log(pf) - d.mu) / s
-	tail := phi(-ap) // P(L > p)
-	if tail < 1e-12 {
-		return math.Min(pf*1.25+1, d.max), pf * pf / 4
-	}
-	m1 := d.e1*(phi(s-ap)-d.phi1) + d.max*d.capped
-	m2 := d.e2*(phi(2*s-ap)-d.phi2) + d.max*d.max*d.capped
-	mean = m1 / tail
-	variance = math.Max(m2/tail-mean*mean, 0)
-	return math.Min(math.Max(mean, pf), d.max), variance
-}
-
-// bucketBounds returns the lengths bucket b holds, [lo, hi).
-func bucketBounds(b int) (lo, hi float64) {
-	if b == 0 {
-		return 0, 1
-	}
-	return math.Exp2(float64(b-1) / 3), math.Exp2(float64(b) / 3)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
@@ -90,7 +91,7 @@ func simulateBudget(seed uint64, max float64, items, slots int, path shows, prio
 	charsPerToken = charsPerToken[prior.Records:]
 	second = second[prior.Records:]
 	b := newBudget([]*limit{{name: "completion_tokens", max: max, fixed: func(int) float64 { return 0 }, perToken: 1}},
-		0, newLengthModel(mean, maxTokens), func() (stages.Usage, error) { return prior, nil })
+		0, answerlen.NewModel(mean, maxTokens), func() (stages.Usage, error) { return prior, nil })
 	var now float64
 	epoch := time.Unix(1_700_000_000, 0)
 	b.now = func() time.Time { return epoch.Add(time.Duration(now * float64(time.Second))) }

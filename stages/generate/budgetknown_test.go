@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 )
 
 // TestBudget_KnownAnswerWaitsForRoom: an answer found again during a run
@@ -17,7 +18,7 @@ import (
 func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 	newTight := func() (*budget, *ticket) {
 		tokens := &limit{name: "completion_tokens", max: 10_000, fixed: func(int) float64 { return 0 }, perToken: 1}
-		b := newBudget([]*limit{tokens}, 0, newLengthModel(1_000, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
+		b := newBudget([]*limit{tokens}, 0, answerlen.NewModel(1_000, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
 		// One request in flight, expected at 1,000 tokens with a wide
 		// margin: 9,000 known tokens do not fit beside it now.
 		tk, err := b.admit(context.Background(), 0, 1, 0)
@@ -86,7 +87,7 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 // not as one with nothing yet: those tokens count when it finishes.
 func TestBudget_KeptAnswersArePriced(t *testing.T) {
 	tokens := &limit{name: "completion_tokens", max: 6_000, fixed: func(int) float64 { return 0 }, perToken: 1}
-	b := newBudget([]*limit{tokens}, 0, newLengthModel(200, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
+	b := newBudget([]*limit{tokens}, 0, answerlen.NewModel(200, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
 	if err := b.ensurePrior(); err != nil {
 		t.Fatal(err)
 	}

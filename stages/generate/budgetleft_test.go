@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 )
 
 // TestBudget_RecordsLeft: how many more records a budget lets through, at
@@ -15,7 +16,7 @@ func TestBudget_RecordsLeft(t *testing.T) {
 	tokens := &limit{name: "completion_tokens", max: 10_000, fixed: func(int) float64 { return 0 }, perToken: 1}
 	samples := &limit{name: "samples", max: 50, fixed: func(int) float64 { return 1 }}
 	prior := stages.Usage{Records: 10, CompletionTokens: 2_000}
-	b := newBudget([]*limit{tokens, samples}, 0, newLengthModel(200, 4096), func() (stages.Usage, error) { return prior, nil })
+	b := newBudget([]*limit{tokens, samples}, 0, answerlen.NewModel(200, 4096), func() (stages.Usage, error) { return prior, nil })
 	if n := b.recordsLeft(); n != -1 {
 		t.Errorf("before anything is known: %d; want -1", n)
 	}

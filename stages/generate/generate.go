@@ -17,6 +17,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 )
 
 func init() {
@@ -195,7 +196,7 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 		}
 	}
 	v, err := inst.Shared.Get(key, func() (any, error) {
-		return newBudget(g.limits, tol, newLengthModel(min(expected, g.maxTokens), g.maxTokens), g.usage), nil
+		return newBudget(g.limits, tol, answerlen.NewModel(min(expected, g.maxTokens), g.maxTokens), g.usage), nil
 	})
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ func BenchmarkKVPredictRoom(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	p := newKVPredict(1)
 	for range 600 {
-		p.lengths.add(math.Min(16384, math.Exp(7.8+rng.NormFloat64())))
+		p.lengths.Add(math.Min(16384, math.Exp(7.8+rng.NormFloat64())))
 	}
 	var st kvState
 	st.capacity = 159277

@@ -2,72 +2,11 @@ package generate
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
-
-// TestLengthCurve_CountsRunningAsCensored: Kaplan-Meier over ended
-// answers, with the running ones at risk up to their tokens so far.
-func TestLengthCurve_CountsRunningAsCensored(t *testing.T) {
-	var m endedLengths
-	for _, n := range []float64{300, 100, 200} {
-		m.add(n)
-	}
-	c := m.fit([]float64{250})
-	// At 100: 1 of 4 at risk ends; at 200: 1 of 3; at 300 the running
-	// answer (past 250 only) is no longer counted at risk: 1 of 1.
-	for _, tt := range []struct{ at, want float64 }{
-		{50, 1}, {100, 0.75}, {150, 0.75}, {200, 0.5}, {299, 0.5}, {300, 0},
-	} {
-		if got := c.survival(tt.at); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("survival(%v) = %v; want %v", tt.at, got, tt.want)
-		}
-	}
-	// An answer running at 150 ends at 200 a third of the time (the
-	// survival falls from 0.75 to 0.5 there), else at 300.
-	n200 := 0
-	for i := range 1000 {
-		switch l := c.sample(150, (float64(i)+0.5)/1000, 1e6); l {
-		case 200:
-			n200++
-		case 300:
-		default:
-			t.Fatalf("sample after 150 = %v; want 200 or 300", l)
-		}
-	}
-	if n200 != 333 {
-		t.Errorf("%d of 1000 draws after 150 end at 200; want 333", n200)
-	}
-}
-
-// TestFitLogNormal_Censored: answers that ended early are the short ones;
-// counting the running ones as censored recovers the lengths' lognormal,
-// which the ended ones alone understate.
-func TestFitLogNormal_Censored(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const mu, sigma = 8.0, 1.0
-	var ended, running []float64
-	for range 2000 {
-		l := math.Exp(mu + sigma*rng.NormFloat64())
-		// Started at random times over the last 6,000 tokens' worth.
-		if age := 6000 * rng.Float64(); l <= age {
-			ended = append(ended, l)
-		} else {
-			running = append(running, age)
-		}
-	}
-	gotMu, gotSigma := fitLogNormal(ended, running)
-	if math.Abs(gotMu-mu) > 0.1 || math.Abs(gotSigma-sigma) > 0.1 {
-		t.Errorf("fit with censoring: mu %.3f sigma %.3f; want %v and %v", gotMu, gotSigma, mu, sigma)
-	}
-	naive, _ := fitLogNormal(ended, nil)
-	if naive > mu-0.5 {
-		t.Errorf("ended answers alone gave mu %.3f: the test's censoring is too light to matter", naive)
-	}
-}
 
 // TestKVPredict_Room: how many more requests a decision lets through, over
 // synthetic server states. With every ended answer 1,000 tokens long, the
@@ -83,7 +22,7 @@ func TestKVPredict_Room(t *testing.T) {
 	fixed := func() *kvPredict {
 		p := newKVPredict(1)
 		for range 20 {
-			p.lengths.add(1000)
+			p.lengths.Add(1000)
 		}
 		return p
 	}
@@ -115,30 +54,6 @@ func TestKVPredict_Room(t *testing.T) {
 	}
 }
 
-// TestLengthCurve_RunsOnPastTheLongest: an answer running past every
-// ended one is drawn from the fitted lognormal's tail above its tokens:
-// never shorter than it is, never over its cap, and longer by a share of
-// what it ran (lognormal answers that ran long tend to run on).
-func TestLengthCurve_RunsOnPastTheLongest(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	var m endedLengths
-	for range 300 {
-		m.add(math.Min(3000, math.Exp(6+rng.NormFloat64())))
-	}
-	c := m.fit([]float64{5000})
-	sum := 0.0
-	for i := range 1000 {
-		l := c.sample(5000, (float64(i)+0.5)/1000, 16384)
-		if l < 5000 || l > 16384 {
-			t.Fatalf("drew %v for an answer at 5,000 capped at 16,384", l)
-		}
-		sum += l
-	}
-	if mean := sum / 1000; mean < 5500 {
-		t.Errorf("mean %v drawn for an answer at 5,000; want it to run on", mean)
-	}
-}
-
 // TestLimiter_PredictsFromStreamedTokens: once answers have ended and the
 // metrics gave the cache's size, releasing a request lets through as many
 // as the requests in flight, at their streamed tokens, leave room for.
@@ -147,7 +62,7 @@ func TestLimiter_PredictsFromStreamedTokens(t *testing.T) {
 	l.streams = true
 	l.capacity = 5500
 	for range predictMinDone {
-		l.predict.lengths.add(1000)
+		l.predict.lengths.Add(1000)
 	}
 	var ws []*streamGaps
 	for range 5 {
@@ -251,19 +166,19 @@ func TestLimiter_CapacityFromMetrics(t *testing.T) {
 func TestKVPredict_FewAtRiskLeaveItToTheTail(t *testing.T) {
 	p := newKVPredict(1)
 	for i := range 30 {
-		p.lengths.add(float64(500 + 50*i)) // 500 to 1,950
+		p.lengths.Add(float64(500 + 50*i)) // 500 to 1,950
 	}
 	flights := []inFlight{{tokens: 1900, maxTokens: 16384}, {tokens: 1900, maxTokens: 16384}}
-	if raw := p.lengths.fit([]float64{1900, 1900}); raw.survival(1950) != 0 {
-		t.Fatalf("the raw curve's survival past the longest ended answer is %v; the test wants it 0", raw.survival(1950))
+	if raw := p.lengths.Fit([]float64{1900, 1900}); raw.Survival(1950) != 0 {
+		t.Fatalf("the raw curve's survival past the longest ended answer is %v; the test wants it 0", raw.Survival(1950))
 	}
 	p.refit(flights)
-	if s := p.curve.survival(1950); s == 0 {
+	if s := p.curve.Survival(1950); s == 0 {
 		t.Error("a decision's survival past the longest ended answer, with one answer at risk there, is 0")
 	}
 	longer := 0
 	for i := range 1000 {
-		if p.curve.sample(1900, (float64(i)+0.5)/1000, 16384) > 1950 {
+		if p.curve.Sample(1900, (float64(i)+0.5)/1000, 16384) > 1950 {
 			longer++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
@@ -51,7 +52,7 @@ type limiter struct {
 	predict  *kvPredict
 	flights  map[*streamGaps]struct{}
 	streams  bool
-	pace     pace
+	pace     answerlen.Pace
 	capacity float64
 	overhead float64
 	newMax   float64
@@ -86,7 +87,7 @@ type waiter struct {
 }
 
 func newLimiter(limit, max int, auto bool) *limiter {
-	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, now: time.Now, pace: newPace()}
+	l := &limiter{limit: float64(limit), max: max, groups: map[string]*group{}, now: time.Now, pace: answerlen.NewPace()}
 	l.start = l.now()
 	if auto {
 		l.auto = &gradient{probing: true}
@@ -169,8 +170,8 @@ func (l *limiter) release(name string, took time.Duration, tokens int) {
 		if l.kv != nil {
 			l.kv.finished(took.Seconds())
 		}
-		l.predict.lengths.add(float64(tokens))
-		l.pace.learnTime(tokens, took)
+		l.predict.lengths.Add(float64(tokens))
+		l.pace.LearnTime(tokens, took)
 		now := l.now()
 		if len(l.held) == heldLog {
 			l.held = append(l.held[:0], l.held[heldLog/2:]...)
@@ -332,21 +333,21 @@ func (s *streamGaps) end(prompt, completion int) {
 		s.l.overhead += (float64(prompt) - s.l.overhead) / 20
 	}
 	if completion > 0 {
-		s.l.pace.learnText(int(s.chars.Load()), completion)
+		s.l.pace.LearnText(int(s.chars.Load()), completion)
 	}
 }
 
 // progress estimates the tokens the request has produced: as counted, or
 // from its text when the stream does not count them; without streaming,
 // from its age.
-func (s *streamGaps) progress(now time.Time, streamed bool, pc *pace) float64 {
+func (s *streamGaps) progress(now time.Time, streamed bool, pc *answerlen.Pace) float64 {
 	n := int(s.tokens.Load())
 	switch {
 	case s.exact.Load():
 	case streamed:
-		n = max(n, pc.tokensOf(int(s.chars.Load())))
+		n = max(n, pc.TokensOf(int(s.chars.Load())))
 	default:
-		n = pc.tokensIn(now.Sub(s.start))
+		n = pc.TokensIn(now.Sub(s.start))
 	}
 	return math.Min(s.maxTokens, float64(n))
 }
