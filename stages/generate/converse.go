@@ -9,6 +9,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/dataset"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/budget"
 )
 
 // render turns a conversation the tokenize stage did not see (a turn after
@@ -70,7 +71,7 @@ func regenerated(i int, m conv.Message) bool {
 // assistant turn in order when turns is "all", and the answers to user
 // turns queued after the first (MT-Bench), each conditioned on the target's
 // own earlier answers.
-func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl *tally, keep *answersSoFar) (*conv.Record, error) {
+func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Ticket, tl *tally, keep *answersSoFar) (*conv.Record, error) {
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	steps := 0
 	var spent int
@@ -112,8 +113,8 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *ticket, tl
 				Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK, Stop: g.opts.Stop, Seed: g.opts.Seed}}
 		if t != nil {
 			done := spent
-			req.Progress = func(p backend.Progress) { t.update(done, p) }
-			req.Sent = func() { t.sentNow(done) }
+			req.Progress = func(p backend.Progress) { t.Update(done, p) }
+			req.Sent = func() { t.SentNow(done) }
 		}
 		gen, err := g.ask(ctx, req, tl)
 		if err == nil && !g.ep.takesIDs {

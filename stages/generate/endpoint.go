@@ -120,31 +120,3 @@ func (e *endpoint) watchLoad(metrics string, logf func(string, ...any)) {
 	}
 	e.lim.watch, e.lim.kv = newLoadWatch(urls, named, loadEvery, log), newKVControl()
 }
-
-// limits turns budget options (already resolved) into limits priced with
-// this endpoint's prices.
-func (e *endpoint) limits(o *BudgetOptions) ([]*limit, error) {
-	for name, x := range map[string]specs.Expr{"completion_tokens": o.CompletionTokens, "total_tokens": o.TotalTokens, "samples": o.Samples, "dollars": o.Dollars} {
-		switch x.Value().(type) {
-		case nil, int, int64, float64:
-		default:
-			return nil, fmt.Errorf("budget %s is %q; it must be a number", name, fmt.Sprint(x.Value()))
-		}
-	}
-	var out []*limit
-	zero := func(int) float64 { return 0 }
-	if !o.CompletionTokens.IsZero() {
-		out = append(out, &limit{name: "completion_tokens", max: o.CompletionTokens.Float(), fixed: zero, perToken: 1})
-	}
-	if !o.TotalTokens.IsZero() {
-		out = append(out, &limit{name: "total_tokens", max: o.TotalTokens.Float(), fixed: func(p int) float64 { return float64(p) }, perToken: 1})
-	}
-	if !o.Samples.IsZero() {
-		out = append(out, &limit{name: "samples", max: o.Samples.Float(), fixed: zero})
-	}
-	if !o.Dollars.IsZero() && e.spec.Price != nil {
-		in, outp := e.spec.Price.Input/1e6, e.spec.Price.Output/1e6
-		out = append(out, &limit{name: "dollars", max: o.Dollars.Float(), fixed: func(p int) float64 { return float64(p) * in }, perToken: outp})
-	}
-	return out, nil
-}

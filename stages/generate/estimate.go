@@ -9,6 +9,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/generate/budget"
 )
 
 // Estimate predicts tokens, time and cost from the expected answer length
@@ -92,27 +93,27 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	// request does: near its end the margin it keeps for long answers
 	// admits none, and a plan promising work no run does would never settle.
 	exhausted := false
-	t, err := g.budget.admit(context.Background(), int(in.PromptTokens/int64(in.Records)), max(int(math.Round(answers)), 1), 0)
+	t, err := g.budget.Admit(context.Background(), int(in.PromptTokens/int64(in.Records)), max(int(math.Round(answers)), 1), 0)
 	switch {
-	case errors.Is(err, ErrBudgetExhausted):
+	case errors.Is(err, budget.ErrExhausted):
 		exhausted = true
 	case err != nil:
 		return out, err
 	default:
-		t.finish(0, -1) // never sent: costs and teaches nothing
+		t.Finish(0, -1) // never sent: costs and teaches nothing
 	}
 	for _, l := range g.limits {
 		left := 0.0
 		if !exhausted {
-			left = l.max - l.cost(int(used.PromptTokens), float64(used.CompletionTokens), used.Records)
+			left = l.Max() - l.Cost(int(used.PromptTokens), float64(used.CompletionTokens), used.Records)
 		}
 		out.Limits = append(out.Limits, stages.Limit{
 			Budget: struct {
-				b    *budget
+				b    *budget.Budget
 				name string
-			}{g.budget, l.name},
+			}{g.budget, l.Name()},
 			Left: max(left, 0),
-			Need: l.cost(int(out.PromptTokens), float64(out.CompletionTokens), int64(out.Records)),
+			Need: l.Cost(int(out.PromptTokens), float64(out.CompletionTokens), int64(out.Records)),
 		})
 	}
 	return out, nil

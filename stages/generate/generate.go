@@ -17,7 +17,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
+	"github.com/eaglet-dev/eaglet/stages/generate/budget"
 )
 
 func init() {
@@ -35,7 +35,7 @@ type Generate struct {
 	retries   int
 	timeout   time.Duration
 	log       func(string, ...any)
-	budget    *budget
+	budget    *budget.Budget
 	quota     *quota
 	// used counts the tokens answered in this run, for Progress.
 	usedPrompt, usedCompletion atomic.Int64
@@ -50,7 +50,7 @@ type Generate struct {
 	id      string
 	share   float64
 	// limits are the resolved budget limits, for Estimate.
-	limits []*limit
+	limits []*budget.Limit
 	usage  func() (stages.Usage, error)
 	// answered reports this instance's live answers so far, so a plan
 	// prices the records left at their mean; nil when nothing has run.
@@ -155,7 +155,7 @@ func (g *Generate) setStopIDs(inst *stages.Instance) error {
 func (g *Generate) setBudget(inst *stages.Instance) error {
 	o := g.opts.Budget
 	var err error
-	if g.limits, err = g.ep.limits(o); err != nil {
+	if g.limits, err = budget.Limits(o, g.ep.spec.Price); err != nil {
 		return err
 	}
 	for _, x := range []struct {
@@ -196,12 +196,12 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 		}
 	}
 	v, err := inst.Shared.Get(key, func() (any, error) {
-		return newBudget(g.limits, tol, answerlen.NewModel(min(expected, g.maxTokens), g.maxTokens), g.usage), nil
+		return budget.New(g.limits, tol, expected, g.maxTokens, g.usage), nil
 	})
 	if err != nil {
 		return err
 	}
-	g.budget = v.(*budget)
+	g.budget = v.(*budget.Budget)
 	return nil
 }
 
@@ -224,7 +224,7 @@ func (g *Generate) Reuse(ctx context.Context, out *conv.Record, wait bool) (stag
 	}
 	if g.budget != nil && out.Generation != nil {
 		gen := out.Generation
-		ok, err := g.budget.takeKnown(ctx, gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens), wait)
+		ok, err := g.budget.TakeKnown(ctx, gen.PromptTokens, max(gen.CompletionTokens, gen.TotalCompletionTokens), wait)
 		switch {
 		case err != nil:
 			return stages.Outcome{}, err
@@ -260,18 +260,18 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	} else if !send {
 		return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
 	}
-	var t *ticket
+	var t *budget.Ticket
 	prompt := promptTokens(rec)
 	answers := g.answers(rec)
 	// A record of several answers takes those an interrupted run kept.
 	keep := g.answersSoFar(rec, answers)
 	if g.budget != nil {
 		var err error
-		t, err = g.budget.admit(ctx, prompt, answers, keep.known())
+		t, err = g.budget.Admit(ctx, prompt, answers, keep.known())
 		if err != nil && g.quota != nil {
 			g.quota.finish(false, false)
 		}
-		if errors.Is(err, ErrBudgetExhausted) {
+		if errors.Is(err, budget.ErrExhausted) {
 			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
 		}
 		if err != nil {
@@ -294,13 +294,13 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	}
 	if t != nil {
 		if err != nil {
-			t.finish(0, -1)
+			t.Finish(0, -1)
 		} else {
 			gen := out.Generation
 			if gen.PromptTokens > 0 {
 				prompt = gen.PromptTokens
 			}
-			t.finish(prompt, max(gen.CompletionTokens, gen.TotalCompletionTokens))
+			t.Finish(prompt, max(gen.CompletionTokens, gen.TotalCompletionTokens))
 		}
 	}
 	if errors.Is(err, stages.ErrInterrupted) || (err != nil && ctx.Err() != nil) {
@@ -348,7 +348,7 @@ func (g *Generate) Progress() string {
 func (g *Generate) Left() int {
 	left := -1
 	if g.budget != nil {
-		left = g.budget.recordsLeft()
+		left = g.budget.RecordsLeft()
 	}
 	if g.quota != nil {
 		if n := g.quota.answersLeft(); n >= 0 && (left < 0 || n < left) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages/generate/budget"
 )
 
 // Options of generate. Sampling settings change the answers, so they are
@@ -51,7 +52,7 @@ type Options struct {
 	Share specs.Expr `yaml:"share" fp:"-" eval:"number" default:"1" doc:"weight on the endpoint"`
 	// Budget stops sending requests before a limit is crossed; records not
 	// sent are skipped (budget) and sent by a later run with a larger budget.
-	Budget *BudgetOptions `yaml:"budget" fp:"-" doc:"below"`
+	Budget *budget.Options `yaml:"budget" fp:"-" doc:"below"`
 	// Target generates until the record stages after this one (its
 	// filters) have accepted a number of answers; records not needed are
 	// skipped (target reached) and sent by a later run with a larger one.
@@ -126,7 +127,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		if b.Tolerance != nil && (*b.Tolerance < 0 || *b.Tolerance > 1) {
 			bad(st.OptionPos("budget", "tolerance"), "budget tolerance is %v; use a fraction of the limit from 0 to 1 (0.01 accepts 1%% over)", *b.Tolerance)
 		}
-		enum(scopeValues, "budget scope", b.Scope, "budget", "scope")
+		enum(budget.Scopes, "budget scope", b.Scope, "budget", "scope")
 		if b.CompletionTokens.IsZero() && b.TotalTokens.IsZero() && b.Samples.IsZero() && b.Dollars.IsZero() {
 			bad(st.OptionPos("budget"), "budget needs at least one of completion_tokens, total_tokens, samples, dollars")
 		}

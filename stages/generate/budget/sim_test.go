@@ -1,4 +1,4 @@
-package generate
+package budget
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
@@ -90,8 +89,8 @@ func simulateBudget(seed uint64, max float64, items, slots int, path shows, prio
 	lengths = lengths[prior.Records:]
 	charsPerToken = charsPerToken[prior.Records:]
 	second = second[prior.Records:]
-	b := newBudget([]*limit{{name: "completion_tokens", max: max, fixed: func(int) float64 { return 0 }, perToken: 1}},
-		0, answerlen.NewModel(mean, maxTokens), func() (stages.Usage, error) { return prior, nil })
+	b := New([]*Limit{{name: "completion_tokens", max: max, fixed: func(int) float64 { return 0 }, perToken: 1}},
+		0, mean, maxTokens, func() (stages.Usage, error) { return prior, nil })
 	var now float64
 	epoch := time.Unix(1_700_000_000, 0)
 	b.now = func() time.Time { return epoch.Add(time.Duration(now * float64(time.Second))) }
@@ -99,7 +98,7 @@ func simulateBudget(seed uint64, max float64, items, slots int, path shows, prio
 		panic(err)
 	}
 	type running struct {
-		t        *ticket
+		t        *Ticket
 		length   int
 		produced float64
 		perToken float64
@@ -129,9 +128,9 @@ func simulateBudget(seed uint64, max float64, items, slots int, path shows, prio
 				next++
 				continue
 			}
-			t := &ticket{b: b, answers: answers}
+			t := &Ticket{b: b, answers: answers}
 			b.inflight[t] = struct{}{}
-			t.sentNow(0)
+			t.SentNow(0)
 			fly = append(fly, &running{t: t, length: lengths[next], perToken: charsPerToken[next], second: second[next]})
 			next++
 		}
@@ -154,9 +153,9 @@ func simulateBudget(seed uint64, max float64, items, slots int, path shows, prio
 			r.read = now + 2*lateRead*rng.Float64()
 			fallthrough
 		case showsTokens:
-			r.t.update(r.base, backend.Progress{Tokens: seen, Exact: true})
+			r.t.Update(r.base, backend.Progress{Tokens: seen, Exact: true})
 		case showsText:
-			r.t.update(r.base, backend.Progress{Tokens: int(events), Chars: int(float64(seen) * r.perToken)})
+			r.t.Update(r.base, backend.Progress{Tokens: int(events), Chars: int(float64(seen) * r.perToken)})
 		}
 	}
 	admit()
@@ -190,12 +189,12 @@ func simulateBudget(seed uint64, max float64, items, slots int, path shows, prio
 		if f.second > 0 {
 			// The first answer is in; the second question goes out.
 			f.base, f.length, f.second, f.produced = f.length, f.second, 0, 0
-			f.t.sentNow(f.base)
+			f.t.SentNow(f.base)
 			continue
 		}
 		fly = slices.Delete(fly, i, i+1)
 		total := f.base + f.length
-		f.t.finish(0, total)
+		f.t.Finish(0, total)
 		out.done.Records++
 		out.done.CompletionTokens += int64(total)
 		out.done.Lengths = append(out.done.Lengths, total/f.t.answers)

@@ -1,4 +1,4 @@
-package generate
+package budget
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 )
 
 // TestBudget_KnownAnswerWaitsForRoom: an answer found again during a run
@@ -16,12 +15,12 @@ import (
 // does, rather than being left out as over a budget that still has room.
 // Before dispatch it decides at once, and a run that ends stops the wait.
 func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
-	newTight := func() (*budget, *ticket) {
-		tokens := &limit{name: "completion_tokens", max: 10_000, fixed: func(int) float64 { return 0 }, perToken: 1}
-		b := newBudget([]*limit{tokens}, 0, answerlen.NewModel(1_000, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
+	newTight := func() (*Budget, *Ticket) {
+		tokens := &Limit{name: "completion_tokens", max: 10_000, fixed: func(int) float64 { return 0 }, perToken: 1}
+		b := New([]*Limit{tokens}, 0, 1_000, 4096, func() (stages.Usage, error) { return stages.Usage{}, nil })
 		// One request in flight, expected at 1,000 tokens with a wide
 		// margin: 9,000 known tokens do not fit beside it now.
-		tk, err := b.admit(context.Background(), 0, 1, 0)
+		tk, err := b.Admit(context.Background(), 0, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +28,7 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 	}
 	t.Run("before dispatch", func(t *testing.T) {
 		b, _ := newTight()
-		if ok, err := b.takeKnown(context.Background(), 0, 9_000, false); err != nil || ok {
+		if ok, err := b.TakeKnown(context.Background(), 0, 9_000, false); err != nil || ok {
 			t.Fatalf("took %v, %v; want left for the run at once", ok, err)
 		}
 	})
@@ -37,7 +36,7 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 		b, tk := newTight()
 		done := make(chan bool)
 		go func() {
-			ok, err := b.takeKnown(context.Background(), 0, 9_000, true)
+			ok, err := b.TakeKnown(context.Background(), 0, 9_000, true)
 			if err != nil {
 				t.Error(err)
 			}
@@ -48,7 +47,7 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 			t.Fatalf("decided (%v) while the request in flight could still need the room", ok)
 		case <-time.After(50 * time.Millisecond):
 		}
-		tk.finish(0, 400)
+		tk.Finish(0, 400)
 		if ok := <-done; !ok {
 			t.Fatal("left out, though 9,600 of 10,000 tokens were spent once the request ended")
 		}
@@ -57,11 +56,11 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 		b, tk := newTight()
 		done := make(chan bool)
 		go func() {
-			ok, _ := b.takeKnown(context.Background(), 0, 9_000, true)
+			ok, _ := b.TakeKnown(context.Background(), 0, 9_000, true)
 			done <- ok
 		}()
 		time.Sleep(20 * time.Millisecond)
-		tk.finish(0, 1_500)
+		tk.Finish(0, 1_500)
 		if ok := <-done; ok {
 			t.Fatal("kept 9,000 tokens beside 1,500 spent on a 10,000 budget")
 		}
@@ -71,7 +70,7 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() {
-			_, err := b.takeKnown(ctx, 0, 9_000, true)
+			_, err := b.TakeKnown(ctx, 0, 9_000, true)
 			done <- err
 		}()
 		time.Sleep(20 * time.Millisecond)
@@ -86,8 +85,8 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 // interrupted run kept is priced as a record in flight that far along,
 // not as one with nothing yet: those tokens count when it finishes.
 func TestBudget_KeptAnswersArePriced(t *testing.T) {
-	tokens := &limit{name: "completion_tokens", max: 6_000, fixed: func(int) float64 { return 0 }, perToken: 1}
-	b := newBudget([]*limit{tokens}, 0, answerlen.NewModel(200, 4096), func() (stages.Usage, error) { return stages.Usage{}, nil })
+	tokens := &Limit{name: "completion_tokens", max: 6_000, fixed: func(int) float64 { return 0 }, perToken: 1}
+	b := New([]*Limit{tokens}, 0, 200, 4096, func() (stages.Usage, error) { return stages.Usage{}, nil })
 	if err := b.ensurePrior(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +97,7 @@ func TestBudget_KeptAnswersArePriced(t *testing.T) {
 		t.Error("a three-question record with 7,000 tokens of answers kept fits in 6,000")
 	}
 	tokens.max = 100_000
-	tk, err := b.admit(context.Background(), 0, 3, 1_000)
+	tk, err := b.Admit(context.Background(), 0, 3, 1_000)
 	if err != nil {
 		t.Fatal(err)
 	}
