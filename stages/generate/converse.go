@@ -10,13 +10,14 @@ import (
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/budget"
+	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
 )
 
 // render turns a conversation the tokenize stage did not see (a turn after
 // the first) into prompt ids for an API that takes ids.
 func (g *Generate) render(msgs []conv.Message, tools []conv.ToolDef) ([]int, error) {
 	if g.tmpl == nil {
-		return nil, &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("this record answers several turns and endpoint %s takes token ids, which the tokenize stage makes for the first turn only: set `tokenizer:` on the generate stage (the tokenize stage's model directory) so each later turn is rendered with its chat template", g.ep.spec.Name)}
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("this record answers several turns and endpoint %s takes token ids, which the tokenize stage makes for the first turn only: set `tokenizer:` on the generate stage (the tokenize stage's model directory) so each later turn is rendered with its chat template", g.ep.Spec.Name)}
 	}
 	enc, err := g.tmpl.Encode(msgs, tools, true)
 	if err != nil {
@@ -71,7 +72,7 @@ func regenerated(i int, m conv.Message) bool {
 // assistant turn in order when turns is "all", and the answers to user
 // turns queued after the first (MT-Bench), each conditioned on the target's
 // own earlier answers.
-func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Ticket, tl *tally, keep *answersSoFar) (*conv.Record, error) {
+func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Ticket, tl *endpoint.Tally, keep *answersSoFar) (*conv.Record, error) {
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	steps := 0
 	var spent int
@@ -88,7 +89,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Tic
 	}
 	var lastSent int
 	ask := func(msgs []conv.Message, ids []int) (*conv.Generation, error) {
-		if ids == nil && g.ep.takesIDs {
+		if ids == nil && g.ep.TakesIDs {
 			var err error
 			if ids, err = g.render(msgs, rec.Tools); err != nil {
 				return nil, err
@@ -116,12 +117,12 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Tic
 			req.Progress = func(p backend.Progress) { t.Update(done, p) }
 			req.Sent = func() { t.SentNow(done) }
 		}
-		gen, err := g.ask(ctx, req, tl)
-		if err == nil && !g.ep.takesIDs {
+		gen, err := g.client.Ask(ctx, req, tl)
+		if err == nil && !g.ep.TakesIDs {
 			gen.SentMessages = true
 		}
 		if err == nil {
-			err = g.ep.truncatedPrompt(gen, sentTokens(rec, msgs, ids, steps))
+			err = g.ep.TruncatedPrompt(gen, sentTokens(rec, msgs, ids, steps))
 		}
 		if err == nil {
 			g.recount(gen)
@@ -218,20 +219,4 @@ func (g *Generate) recount(gen *conv.Generation) {
 		n++
 	}
 	gen.CompletionTokens = n
-}
-
-// promptTokens is the prompt's length: counted by tokenize, else guessed
-// from its characters (about four per token).
-func promptTokens(rec *conv.Record) int {
-	if rec.PromptTokens > 0 {
-		return rec.PromptTokens
-	}
-	if len(rec.PromptIDs) > 0 {
-		return len(rec.PromptIDs)
-	}
-	chars := 0
-	for _, m := range rec.Prompt() {
-		chars += len(m.Content)
-	}
-	return chars/4 + 1
 }

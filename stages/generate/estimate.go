@@ -44,7 +44,7 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	// must know why.
 	var unknown, keys []string
 	if guessed && in.Records > 0 {
-		unknown, keys = append(unknown, fmt.Sprintf("answers guessed at %d tokens", min(g.ep.meanTokens, g.maxTokens))), append(keys, "est_completion_tokens")
+		unknown, keys = append(unknown, fmt.Sprintf("answers guessed at %d tokens", min(g.ep.MeanTokens, g.maxTokens))), append(keys, "est_completion_tokens")
 	}
 	if answers > 1.05 && in.Records > 0 {
 		// The run answers each turn; a user comparing the plan with
@@ -62,7 +62,7 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 			out.PromptTokens = int64(in.Records) * mean(soFar.PromptTokens, soFar.Records)
 		case soFar.SupersededRecords > 0 && soFar.SupersededPromptTokens > 0:
 			out.PromptTokens = int64(in.Records) * mean(soFar.SupersededPromptTokens, soFar.SupersededRecords)
-		case g.ep.spec.Price != nil:
+		case g.ep.Spec.Price != nil:
 			unknown, keys = append(unknown, "the cost leaves out prompt tokens"), append(keys, "est_prompt_tokens")
 		}
 	}
@@ -71,10 +71,10 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 		out.Note = strings.TrimPrefix(out.Note+"; "+n, "; ")
 	}
 	out.CompletionTokens = int64(in.Records) * int64(per)
-	if tps := g.ep.spec.TokensPerSecond; tps > 0 {
+	if tps := g.ep.Spec.TokensPerSecond; tps > 0 {
 		out.Seconds = float64(out.CompletionTokens) / tps
 	}
-	if p := g.ep.spec.Price; p != nil {
+	if p := g.ep.Spec.Price; p != nil {
 		out.Dollars = (float64(out.PromptTokens)*p.Input + float64(out.CompletionTokens)*p.Output) / 1e6
 	}
 	out.Bytes = in.Bytes + out.CompletionTokens*4
@@ -140,7 +140,7 @@ const measured = 20
 // sample of the input).
 func (g *Generate) expectedTokens(u stages.Usage, answers float64) (per int, guessed bool) {
 	oneAnswer := func(n int) int { return int(math.Round(float64(min(n, g.maxTokens)) * answers)) }
-	per, guessed = oneAnswer(g.ep.meanTokens), !g.ep.knowsMean
+	per, guessed = oneAnswer(g.ep.MeanTokens), !g.ep.KnowsMean
 	if u.Finished != nil && answers <= 1 {
 		// A run stopped early lost its longest answers in flight: the
 		// answers sent before any of those could have been are a fair

@@ -18,6 +18,7 @@ import (
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/budget"
+	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
 )
 
 func init() {
@@ -29,12 +30,10 @@ func init() {
 // Generate asks an endpoint for each record's answer.
 type Generate struct {
 	opts      *Options
-	ep        *endpoint
+	ep        *endpoint.Endpoint
+	client    *endpoint.Client
 	ds        *specs.Dataset
 	maxTokens int
-	retries   int
-	timeout   time.Duration
-	log       func(string, ...any)
 	budget    *budget.Budget
 	quota     *quota
 	// used counts the tokens answered in this run, for Progress.
@@ -47,8 +46,6 @@ type Generate struct {
 	// stopIDs are the ids the model stops on, from its files (the stage's
 	// tokenizer, else the tokenize stage's): trimmed from stopped answers.
 	stopIDs []int
-	id      string
-	share   float64
 	// limits are the resolved budget limits, for Estimate.
 	limits []*budget.Limit
 	usage  func() (stages.Usage, error)
@@ -76,20 +73,22 @@ var (
 
 func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	v, err := inst.Shared.Get("endpoint:"+o.Endpoint, func() (any, error) {
-		return newEndpoint(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
+		return endpoint.New(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
 	})
 	if err != nil {
 		return nil, err
 	}
-	g := &Generate{opts: o, ep: v.(*endpoint), ds: inst.Dataset, maxTokens: o.MaxTokens.Int(), retries: *o.Retries,
-		log: inst.Log, id: inst.ID, share: o.Share.Float(), inst: inst}
-	if !(g.share > 0) || math.IsInf(g.share, 0) { // !(> 0) refuses NaN too
-		return nil, o.Share.Errorf("share evaluates to %v; want a finite number above 0", g.share)
+	ep := v.(*endpoint.Endpoint)
+	g := &Generate{opts: o, ep: ep, ds: inst.Dataset, maxTokens: o.MaxTokens.Int(), inst: inst}
+	share := o.Share.Float()
+	if !(share > 0) || math.IsInf(share, 0) { // !(> 0) refuses NaN too
+		return nil, o.Share.Errorf("share evaluates to %v; want a finite number above 0", share)
 	}
 	if g.maxTokens < 1 {
 		return nil, o.MaxTokens.Errorf("max_tokens evaluates to %d; want at least 1", g.maxTokens)
 	}
-	g.timeout, _ = time.ParseDuration(o.Timeout) // checked
+	timeout, _ := time.ParseDuration(o.Timeout) // checked
+	g.client = &endpoint.Client{Endpoint: ep, Instance: inst.ID, Share: share, Timeout: timeout, Retries: *o.Retries}
 	if inst.Usage != nil {
 		g.answered = func() (stages.Usage, error) { return inst.Usage([]string{inst.ID}) }
 	}
@@ -103,7 +102,7 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 			return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
 		}
 		g.tok = v.(*tokenizer.Tokenizer)
-		if g.ep.takesIDs {
+		if g.ep.TakesIDs {
 			if g.tmpl, err = chat.Pinned(g.tok, "", o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
 				return nil, &specs.Error{Pos: inst.Stage.OptionPos("tokenizer"), Msg: fmt.Sprintf("tokenizer %s: %v", dir, err)}
 			}
@@ -155,7 +154,7 @@ func (g *Generate) setStopIDs(inst *stages.Instance) error {
 func (g *Generate) setBudget(inst *stages.Instance) error {
 	o := g.opts.Budget
 	var err error
-	if g.limits, err = budget.Limits(o, g.ep.spec.Price); err != nil {
+	if g.limits, err = budget.Limits(o, g.ep.Spec.Price); err != nil {
 		return err
 	}
 	for _, x := range []struct {
@@ -178,7 +177,7 @@ func (g *Generate) setBudget(inst *stages.Instance) error {
 	if o.Tolerance != nil {
 		tol = *o.Tolerance
 	}
-	expected := g.ep.meanTokens
+	expected := g.ep.MeanTokens
 	if g.ds != nil && g.ds.EstCompletionTokens > 0 {
 		expected = g.ds.EstCompletionTokens
 	}
@@ -240,20 +239,20 @@ func (g *Generate) Reuse(ctx context.Context, out *conv.Record, wait bool) (stag
 }
 
 // DefaultConcurrency is the endpoint's concurrency.
-func (g *Generate) DefaultConcurrency() int { return g.ep.concurrency }
+func (g *Generate) DefaultConcurrency() int { return g.ep.Concurrency }
 
 // Fingerprint names the model that answers, so pointing a stage at another
 // model regenerates while moving a server to another URL does not.
-func (g *Generate) Fingerprint() (string, error) { return g.ep.identity, nil }
+func (g *Generate) Fingerprint() (string, error) { return g.ep.Identity, nil }
 
 // Process asks for the answer once the budget lets the request go.
 func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {
 	if stages.Stopping(ctx) {
 		return stages.Outcome{}, stages.ErrInterrupted
 	}
-	if c, n := g.ep.spec.Context, exactPromptTokens(rec); c > 0 && n >= c {
+	if c, n := g.ep.Spec.Context, exactPromptTokens(rec); c > 0 && n >= c {
 		// The server would refuse it, or worse cut it and answer the rest.
-		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d tokens)", g.ep.spec.Name, c)}, nil
+		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d tokens)", g.ep.Spec.Name, c)}, nil
 	}
 	if send, err := g.admitQuota(ctx); err != nil {
 		return stages.Outcome{}, err
@@ -278,7 +277,7 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 			return stages.Outcome{}, err
 		}
 	}
-	tl := &tally{}
+	tl := &endpoint.Tally{}
 	out, err := g.converse(ctx, rec, t, tl, keep)
 	if g.quota != nil {
 		if err == nil {
@@ -308,14 +307,14 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 	}
 	if err != nil {
 		// A failure keeps what it cost, so status can say what was tried.
-		return stages.Outcome{Status: stages.Failed, Reason: err.Error(), Requests: tl.requests, Retries: tl.retries}, nil
+		return stages.Outcome{Status: stages.Failed, Reason: err.Error(), Requests: tl.Requests, Retries: tl.Retries}, nil
 	}
-	return stages.Outcome{Status: stages.Done, Record: out, Requests: tl.requests, Retries: tl.retries}, nil
+	return stages.Outcome{Status: stages.Done, Record: out, Requests: tl.Requests, Retries: tl.Retries}, nil
 }
 
 // Spent is what the answers of this run cost at the endpoint's price.
 func (g *Generate) Spent() float64 {
-	p := g.ep.spec.Price
+	p := g.ep.Spec.Price
 	if p == nil {
 		return 0
 	}
@@ -331,12 +330,12 @@ func (g *Generate) Progress() string {
 	if g.quota != nil {
 		parts = append(parts, g.quota.String())
 	}
-	if g.ep.spec.Price != nil {
+	if g.ep.Spec.Price != nil {
 		parts = append(parts, fmt.Sprintf("$%.2f this run", g.Spent()))
 	}
-	if g.ep.lim.auto != nil {
+	if n, ok := g.ep.AutoConcurrency(); ok {
 		// What `auto` settled on is the figure to put in the next spec.
-		parts = append(parts, fmt.Sprintf("concurrency %d (auto, endpoint %s)", g.ep.lim.current(), g.ep.spec.Name))
+		parts = append(parts, fmt.Sprintf("concurrency %d (auto, endpoint %s)", n, g.ep.Spec.Name))
 	}
 	return strings.Join(parts, "  ")
 }

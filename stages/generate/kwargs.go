@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
 )
 
 // inheritTemplate makes the generate stage render as the tokenize stage
@@ -14,7 +15,7 @@ import (
 // kwargs set on both (or on the endpoint) that differ are an error: the
 // server, or the stage's own renders of later turns, would render another
 // prompt than the one tokenize counted and encoded.
-func inheritTemplate(spec *specs.Spec, st *specs.Stage, opts *Options, e *endpoint) error {
+func inheritTemplate(spec *specs.Spec, st *specs.Stage, opts *Options, e *endpoint.Endpoint) error {
 	tok := spec.Upstream(st, "tokenize")
 	if tok == nil {
 		return nil
@@ -30,8 +31,8 @@ func inheritTemplate(spec *specs.Spec, st *specs.Stage, opts *Options, e *endpoi
 		opts.Date = theirs.Date
 	}
 	sent := opts.ChatTemplateKwargs
-	if !e.takesIDs {
-		sent = maps.Clone(e.kwargs)
+	if !e.TakesIDs {
+		sent = maps.Clone(e.Kwargs)
 		if sent == nil {
 			sent = map[string]any{}
 		}
@@ -41,7 +42,7 @@ func inheritTemplate(spec *specs.Spec, st *specs.Stage, opts *Options, e *endpoi
 		opts.ChatTemplateKwargs = theirs.Kwargs
 		return nil
 	}
-	if e.takesIDs && opts.Tokenizer == "" {
+	if e.TakesIDs && opts.Tokenizer == "" {
 		return nil // nothing rendered with them: the ids come from tokenize
 	}
 	if a, b := canonical(theirs.Kwargs), canonical(sent); a != b {

@@ -10,6 +10,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/generate/budget"
+	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
 )
 
 // Options of generate. Sampling settings change the answers, so they are
@@ -146,7 +147,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if _, ok := specs.LookupAPI(ep.API); !ok {
 		return errs.ErrorOrNil() // the API is reported by the spec's own checks
 	}
-	e, err := newEndpoint(spec, ep, nil)
+	e, err := endpoint.New(spec, ep, nil)
 	if err != nil {
 		var se *specs.Error
 		var me *multierror.Error
@@ -155,7 +156,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		}
 		errs = multierror.Append(errs, err) // positioned inside the endpoint's options
 	} else {
-		if opts.Turns == "all" && opts.Tokenizer == "" && e.takesIDs {
+		if opts.Turns == "all" && opts.Tokenizer == "" && e.TakesIDs {
 			bad(st.OptionPos("turns"), "turns: all on endpoint %s, which takes token ids, needs `tokenizer:` on the stage to render each turn", ep.Name)
 		}
 		if err := inheritTemplate(spec, st, opts, e); err != nil {

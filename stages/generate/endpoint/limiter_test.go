@@ -1,13 +1,11 @@
-package generate
+package endpoint
 
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
@@ -91,19 +89,6 @@ func TestGradient_RelearnsASlowerServer(t *testing.T) {
 	t.Logf("limit %.1f before the slowdown, fell to %.1f, settled at %.1f", before, lowest, limit)
 	if limit < 30 || limit > 60 {
 		t.Errorf("after the server slowed down the limit settled at %.1f; want near its knee of 40", limit)
-	}
-}
-
-// The progress line shows what auto concurrency is at, the figure a user
-// would put in the next spec.
-func TestProgress_ShowsAutoConcurrency(t *testing.T) {
-	g := &Generate{ep: &endpoint{spec: &specs.Endpoint{Name: "target"}, lim: newLimiter(16, 64, true)}}
-	if got := g.Progress(); !strings.Contains(got, "concurrency 16 (auto, endpoint target)") {
-		t.Errorf("progress %q; want the auto concurrency", got)
-	}
-	g.ep.lim = newLimiter(8, 8, false)
-	if got := g.Progress(); strings.Contains(got, "concurrency") {
-		t.Errorf("progress %q names a fixed concurrency", got)
 	}
 }
 

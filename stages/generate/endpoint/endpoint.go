@@ -1,4 +1,10 @@
-package generate
+// Package endpoint is one endpoint's serving machinery for the generate
+// stage: the backend that answers, the request slots every instance
+// sending to it shares (a fixed concurrency, or auto from latency, the
+// server's load metrics and each running request's future), and the
+// guards, timeouts and retries that keep a run from waiting on a server
+// that will not answer.
+package endpoint
 
 import (
 	"fmt"
@@ -11,28 +17,33 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/registry"
 )
 
-// endpoint is a backend shared by every generate instance of a run, with
+// Endpoint is a backend shared by every generate instance of a run, with
 // the endpoint's concurrency as a cap over all of them together.
-type endpoint struct {
-	spec        *specs.Endpoint
-	be          backend.Backend
-	lim         *limiter
-	concurrency int
+type Endpoint struct {
+	// Spec is the endpoint as the spec declares it.
+	Spec *specs.Endpoint
+	// Concurrency is the requests in flight the endpoint takes: the
+	// spec's number (64 when it gives none), or with auto the most it
+	// may reach.
+	Concurrency int
+	// Identity is what decides answers: API, model and model settings.
+	Identity string
+	// MeanTokens is the expected answer length when a dataset gives none;
+	// KnowsMean says it is the API's (the simulator's), not a guess.
+	MeanTokens int
+	KnowsMean  bool
+	// TakesIDs is set when the API takes token ids rather than messages
+	// (SGLang's /generate, /v1/completions).
+	TakesIDs bool
+	// Kwargs are the chat_template_kwargs the endpoint's options send with
+	// every chat request.
+	Kwargs map[string]any
+
+	be  backend.Backend
+	lim *limiter
 	// fatal is set once the endpoint answered that nothing will succeed
 	// (credits exhausted, a bad key): no more requests are sent to it.
 	fatal atomic.Pointer[backend.Error]
-	// identity is what decides answers: API, model and model settings.
-	identity string
-	// meanTokens is the expected answer length when a dataset gives none;
-	// knowsMean says it is the API's (the simulator's), not a guess.
-	meanTokens int
-	knowsMean  bool
-	// takesIDs is set when the API takes token ids rather than messages
-	// (SGLang's /generate, /v1/completions).
-	takesIDs bool
-	// kwargs are the chat_template_kwargs the endpoint's options send with
-	// every chat request.
-	kwargs map[string]any
 	// downSince is when requests began to find every URL out of service
 	// (unix nanoseconds; 0 while one is in).
 	downSince atomic.Int64
@@ -44,17 +55,17 @@ type endpoint struct {
 }
 
 // downFor is how long every URL has been out of service (0: one is in).
-func (e *endpoint) downFor() time.Duration {
+func (e *Endpoint) downFor() time.Duration {
 	if s := e.downSince.Load(); s != 0 {
 		return time.Since(time.Unix(0, s))
 	}
 	return 0
 }
 
-// newEndpoint builds an endpoint's client; logf (nil: quiet) hears about
-// its URLs going out of service and coming back.
-func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*endpoint, error) {
-	e := &endpoint{spec: ep, concurrency: ep.Concurrency.N, meanTokens: 1000}
+// New builds endpoint ep of spec; logf (nil: quiet) hears about its URLs
+// going out of service and coming back.
+func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endpoint, error) {
+	e := &Endpoint{Spec: ep, Concurrency: ep.Concurrency.N, MeanTokens: 1000}
 	e.guard.logf = logf
 	server := pool.Server{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model}
 	if len(ep.URLs) > 0 {
@@ -75,23 +86,23 @@ func newEndpoint(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)
 	switch {
 	case ep.Concurrency.Auto:
 		// Start small and let the server's latency say how far to go.
-		e.concurrency = maxConc
+		e.Concurrency = maxConc
 		e.lim = newLimiter(min(16, maxConc), maxConc, true)
-	case e.concurrency == 0:
-		e.concurrency = 64
+	case e.Concurrency == 0:
+		e.Concurrency = 64
 	}
 	if e.lim == nil {
-		e.lim = newLimiter(e.concurrency, e.concurrency, false)
+		e.lim = newLimiter(e.Concurrency, e.Concurrency, false)
 	}
 	c, err := registry.New(spec, ep, server)
 	if err != nil {
 		return nil, err
 	}
-	e.be, e.identity, e.takesIDs, e.kwargs = c.Backend, c.Identity, c.TakesIDs, c.Kwargs
+	e.be, e.Identity, e.TakesIDs, e.Kwargs = c.Backend, c.Identity, c.TakesIDs, c.Kwargs
 	e.guard.probePath, e.streams = c.ProbePath, c.Streams
 	e.lim.streams = e.streams
 	if c.MeanTokens > 0 {
-		e.meanTokens, e.knowsMean = c.MeanTokens, true
+		e.MeanTokens, e.KnowsMean = c.MeanTokens, true
 	}
 	if c.ProbePath != "" { // an API with no server to probe has no metrics either
 		e.watchLoad(c.Metrics, logf)
@@ -105,18 +116,27 @@ const loadEvery = 50 * time.Millisecond
 // watchLoad makes concurrency: auto follow the server's load metrics: at
 // metrics (a URL), or at the servers' /metrics if they export SGLang's or
 // vLLM's; "off" leaves it to latency.
-func (e *endpoint) watchLoad(metrics string, logf func(string, ...any)) {
-	if e.lim.auto == nil || metrics == "off" || len(e.spec.URLs) == 0 {
+func (e *Endpoint) watchLoad(metrics string, logf func(string, ...any)) {
+	if e.lim.auto == nil || metrics == "off" || len(e.Spec.URLs) == 0 {
 		return
 	}
-	urls, named := metricsURLs(e.spec.URLs), metrics != ""
+	urls, named := metricsURLs(e.Spec.URLs), metrics != ""
 	if named {
 		urls = []string{metrics}
 	}
 	log := func(format string, args ...any) {
 		if logf != nil {
-			logf("endpoint %s: %s", e.spec.Name, fmt.Sprintf(format, args...))
+			logf("endpoint %s: %s", e.Spec.Name, fmt.Sprintf(format, args...))
 		}
 	}
 	e.lim.watch, e.lim.kv = newLoadWatch(urls, named, loadEvery, log), newKVControl()
+}
+
+// AutoConcurrency is the concurrency concurrency: auto has settled on;
+// ok is false for a fixed one.
+func (e *Endpoint) AutoConcurrency() (n int, ok bool) {
+	if e.lim.auto == nil {
+		return 0, false
+	}
+	return e.lim.current(), true
 }

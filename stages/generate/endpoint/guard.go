@@ -1,4 +1,4 @@
-package generate
+package endpoint
 
 import (
 	"context"
@@ -55,7 +55,7 @@ type guard struct {
 // probe checks once per run, before the first request, that the server
 // answers at all, so a dead one fails the run in at most maxProbe (or the
 // request timeout) rather than the timeout of every record and retry.
-func (e *endpoint) probe(ctx context.Context, timeout time.Duration) error {
+func (e *Endpoint) probe(ctx context.Context, timeout time.Duration) error {
 	g := &e.guard
 	if g.pool == nil {
 		return nil
@@ -65,7 +65,7 @@ func (e *endpoint) probe(ctx context.Context, timeout time.Duration) error {
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		if err := g.pool.Probe(pctx, g.probePath, g.auth); err != nil && ctx.Err() == nil {
-			g.probeErr = &backend.Error{Kind: backend.Fatal, Msg: fmt.Sprintf("endpoint %s stopped: its server accepts connections but answered nothing in %s (%v); check that it is up and serving, then run again", e.spec.Name, wait, err)}
+			g.probeErr = &backend.Error{Kind: backend.Fatal, Msg: fmt.Sprintf("endpoint %s stopped: its server accepts connections but answered nothing in %s (%v); check that it is up and serving, then run again", e.Spec.Name, wait, err)}
 			e.fatal.CompareAndSwap(nil, g.probeErr.(*backend.Error))
 		}
 	})
@@ -74,7 +74,7 @@ func (e *endpoint) probe(ctx context.Context, timeout time.Duration) error {
 
 // observe notes a request's outcome and stops the endpoint when the same
 // 400 has come back for the first same400Limit requests.
-func (e *endpoint) observe(err error, be *backend.Error) {
+func (e *Endpoint) observe(err error, be *backend.Error) {
 	g := &e.guard
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -92,7 +92,7 @@ func (e *endpoint) observe(err error, be *backend.Error) {
 	g.same400++
 	if g.same400 >= same400Limit {
 		e.fatal.CompareAndSwap(nil, &backend.Error{Kind: backend.Fatal, Status: 400,
-			Msg: fmt.Sprintf("endpoint %s stopped: the first %d requests all got the same answer, so the server refuses the requests' form rather than the records (check the endpoint's api and options); if only some records cause it, drop them (tokenize's max_prompt_tokens): %s", e.spec.Name, g.same400, be.Msg)})
+			Msg: fmt.Sprintf("endpoint %s stopped: the first %d requests all got the same answer, so the server refuses the requests' form rather than the records (check the endpoint's api and options); if only some records cause it, drop them (tokenize's max_prompt_tokens): %s", e.Spec.Name, g.same400, be.Msg)})
 	}
 }
 
@@ -102,7 +102,7 @@ func (e *endpoint) observe(err error, be *backend.Error) {
 // not a cut.
 const minCutContext = 1024
 
-// truncatedPrompt returns an error when the answer proves that the server
+// TruncatedPrompt returns an error when the answer proves that the server
 // cut the prompt to its context: the answer is to the prompt's cut-off
 // start and must not be stored as one to this. vLLM and SGLang refuse a
 // prompt longer than their context with a 400, so only a server known to
@@ -113,7 +113,7 @@ const minCutContext = 1024
 // other difference is the server counting otherwise than eaglet (its own
 // chat template, tools rendered differently): the answer is kept, the run
 // told once with the figures, and the handoff labels the row's context.
-func (e *endpoint) truncatedPrompt(gen *conv.Generation, sent int) error {
+func (e *Endpoint) TruncatedPrompt(gen *conv.Generation, sent int) error {
 	if sent == 0 || gen.PromptTokens == 0 {
 		return nil
 	}
@@ -132,12 +132,12 @@ func (e *endpoint) truncatedPrompt(gen *conv.Generation, sent int) error {
 		return nil
 	}
 	if gen.CutsPrompts && gen.PromptTokens >= minCutContext && gen.PromptTokens >= longest {
-		return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens of the %d sent, as many as fill its context, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx in the Modelfile or the request's options) or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:)", gen.PromptTokens, sent, e.spec.Name)}
+		return &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("prompt truncated by the server: it read %d prompt tokens of the %d sent, as many as fill its context, so the answer is to the prompt's cut-off start; raise the server's context (ollama: num_ctx in the Modelfile or the request's options) or drop long prompts (tokenize's max_prompt_tokens, endpoint %s's context:)", gen.PromptTokens, sent, e.Spec.Name)}
 	}
 	g.readWhole(url, gen.PromptTokens)
 	if !g.miscounts && g.logf != nil {
 		g.logf("warning: endpoint %s counts prompts otherwise than the tokenize stage: it read %d tokens of a prompt counted as %d; answers are kept (a server that refuses over-long prompts did not cut it), but check that the tokenize stage's tokenizer and chat template are the served model's: the handoff labels such rows' context mismatch (eaglet sim-server counts with its own unless given -tokenizer)",
-			e.spec.Name, gen.PromptTokens, sent)
+			e.Spec.Name, gen.PromptTokens, sent)
 	}
 	g.miscounts = true
 	return nil
@@ -152,27 +152,4 @@ func (g *guard) readWhole(url string, n int) {
 		}
 		g.longest[url] = n
 	}
-}
-
-// sentTokens is how many prompt tokens a request sent, when eaglet knows
-// exactly: the token ids, or the tokenize stage's count of the record's own
-// prompt on its first request (later ones carry the target's answers); 0
-// when unknown.
-func sentTokens(rec *conv.Record, msgs []conv.Message, ids []int, steps int) int {
-	if len(ids) > 0 {
-		return len(ids)
-	}
-	if steps == 1 && len(msgs) == len(rec.Prompt()) {
-		return rec.PromptTokens
-	}
-	return 0
-}
-
-// exactPromptTokens is the prompt's length when the tokenize stage counted
-// it, else 0: skipping a record on a guess would lose good records.
-func exactPromptTokens(rec *conv.Record) int {
-	if len(rec.PromptIDs) > 0 {
-		return len(rec.PromptIDs)
-	}
-	return rec.PromptTokens
 }

@@ -1,4 +1,4 @@
-package generate
+package endpoint
 
 import (
 	"fmt"
@@ -49,11 +49,11 @@ func TestTruncatedPrompt_CutOrCountedOtherwise(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logged []string
-			e := &endpoint{spec: &specs.Endpoint{Name: "target"}}
+			e := &Endpoint{Spec: &specs.Endpoint{Name: "target"}}
 			e.guard.logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
 			for i, a := range tc.asks {
 				gen := &conv.Generation{PromptTokens: a.read, CutsPrompts: tc.cuts, Timing: &conv.Timing{URL: a.url}}
-				err := e.truncatedPrompt(gen, a.sent)
+				err := e.TruncatedPrompt(gen, a.sent)
 				if (err != nil) != a.refused {
 					t.Errorf("ask %d (%s: sent %d, read %d): err %v; want refused %v", i, a.url, a.sent, a.read, err, a.refused)
 				}

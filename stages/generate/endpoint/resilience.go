@@ -1,8 +1,8 @@
-package generate
+package endpoint
 
 // Request resilience in one place: the endpoint's timeouts, outages and
-// fatal answers (endpoint.generate), and the stage's retries with backoff
-// (Generate.ask).
+// fatal answers (Endpoint.generate), and an instance's retries with
+// backoff (Client.Ask).
 
 import (
 	"context"
@@ -19,18 +19,20 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
-// tally counts what one record's requests took.
-type tally struct {
-	requests int
-	retries  map[string]int
+// Tally counts what one record's requests took.
+type Tally struct {
+	// Requests is how many were sent; Retries counts the failures tried
+	// again, by kind ("http 503", "network: EOF").
+	Requests int
+	Retries  map[string]int
 }
 
 // retried counts a failure that is tried again, by its kind.
-func (tl *tally) retried(err error) {
-	if tl.retries == nil {
-		tl.retries = map[string]int{}
+func (tl *Tally) retried(err error) {
+	if tl.Retries == nil {
+		tl.Retries = map[string]int{}
 	}
-	tl.retries[retryKind(err)]++
+	tl.Retries[retryKind(err)]++
 }
 
 // retryKind groups failures for people: "http 503", "network: EOF",
@@ -50,15 +52,29 @@ func retryKind(err error) string {
 	return kind
 }
 
-// ask makes one request, retrying what may succeed on a second try.
-func (g *Generate) ask(ctx context.Context, req *backend.Request, tl *tally) (*conv.Generation, error) {
+// Client is one generate instance's use of an endpoint.
+type Client struct {
+	Endpoint *Endpoint
+	// Instance names the instance's queue for the endpoint's slots, and
+	// Share weighs it against the other instances' queues.
+	Instance string
+	Share    float64
+	// Timeout is how long a request may go without a sign of life, and
+	// Retries how many times a retryable failure is tried again.
+	Timeout time.Duration
+	Retries int
+}
+
+// Ask makes one request, retrying what may succeed on a second try; tl
+// counts what it took.
+func (c *Client) Ask(ctx context.Context, req *backend.Request, tl *Tally) (*conv.Generation, error) {
 	var outage time.Duration
 	for attempt := 0; ; attempt++ {
-		gen, err := g.ep.generate(ctx, g.id, g.share, req, g.timeout)
+		gen, err := c.Endpoint.generate(ctx, c.Instance, c.Share, req, c.Timeout)
 		var be *backend.Error
 		var early unsent
 		if notSent := errors.As(err, &early) || errors.As(err, &be) && be.NotSent; !notSent {
-			tl.requests++
+			tl.Requests++
 		}
 		if err == nil {
 			return gen, nil
@@ -74,16 +90,16 @@ func (g *Generate) ask(ctx context.Context, req *backend.Request, tl *tally) (*c
 			// at once, the later records too, so a dead server ends the run
 			// in about the timeout instead of a wait per record; each record
 			// still tries, so one of them probes the server back in.
-			down := g.ep.downFor()
-			if outage >= g.timeout || down >= g.timeout {
-				return nil, fmt.Errorf("endpoint %s out of service: no URL answered for %s; %w", g.ep.spec.Name, max(outage, down).Round(time.Second), err)
+			down := c.Endpoint.downFor()
+			if outage >= c.Timeout || down >= c.Timeout {
+				return nil, fmt.Errorf("endpoint %s out of service: no URL answered for %s; %w", c.Endpoint.Spec.Name, max(outage, down).Round(time.Second), err)
 			}
-			wait = min(wait, g.timeout-max(outage, down))
+			wait = min(wait, c.Timeout-max(outage, down))
 			attempt--
 			outage += wait
-		} else if kind != backend.Retryable || g.retries == 0 {
+		} else if kind != backend.Retryable || c.Retries == 0 {
 			return nil, err
-		} else if attempt >= g.retries {
+		} else if attempt >= c.Retries {
 			// Say the retries are spent, or the next morning's reader
 			// cannot tell a flaky server from one that never answered.
 			// The kind before the first colon stays first: progress lines
@@ -137,7 +153,7 @@ var errTimedOut = errors.New("request timed out")
 
 // generate sends one request for an instance once the endpoint gives it
 // a slot, its share of the endpoint weighted by share.
-func (e *endpoint) generate(ctx context.Context, instance string, share float64, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
+func (e *Endpoint) generate(ctx context.Context, instance string, share float64, req *backend.Request, timeout time.Duration) (*conv.Generation, error) {
 	if f := e.fatal.Load(); f != nil {
 		return nil, unsent{f}
 	}
@@ -205,7 +221,7 @@ func (e *endpoint) generate(ctx context.Context, instance string, share float64,
 		var be *backend.Error
 		if errors.As(err, &be) && be.Kind == backend.Fatal {
 			e.fatal.CompareAndSwap(nil, &backend.Error{Kind: backend.Fatal, Status: be.Status,
-				Msg: fmt.Sprintf("endpoint %s stopped: %s", e.spec.Name, be.Msg)})
+				Msg: fmt.Sprintf("endpoint %s stopped: %s", e.Spec.Name, be.Msg)})
 		}
 	}
 	return gen, err

@@ -1,4 +1,4 @@
-package generate
+package endpoint
 
 import (
 	"context"
@@ -21,13 +21,13 @@ func TestAsk_StopEndsRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Generate{ep: &endpoint{spec: &specs.Endpoint{Name: "down"}, be: c, lim: newLimiter(4, 4, false)},
-		retries: 50, timeout: time.Second, id: "generate[d]", share: 1}
+	cl := &Client{Endpoint: &Endpoint{Spec: &specs.Endpoint{Name: "down"}, be: c, lim: newLimiter(4, 4, false)},
+		Retries: 50, Timeout: time.Second, Instance: "generate[d]", Share: 1}
 	stop := make(chan struct{})
 	ctx := stages.WithStop(context.Background(), stop)
 	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
 	start := time.Now()
-	_, err = g.ask(ctx, &backend.Request{Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, MaxTokens: 8}, &tally{})
+	_, err = cl.Ask(ctx, &backend.Request{Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, MaxTokens: 8}, &Tally{})
 	if !errors.Is(err, stages.ErrInterrupted) {
 		t.Fatalf("ask returned %v; want ErrInterrupted", err)
 	}

@@ -1,4 +1,4 @@
-package generate
+package endpoint
 
 import (
 	"context"
@@ -51,7 +51,7 @@ type vCase struct {
 // best fixed concurrency's of the same shape (best-speed, best-preemptions)
 // when the fixed cases ran in the same benchmark.
 //
-//	go test ./stages/generate -run '^$' -bench 'AutoVirtual/issue/' -benchtime 1x
+//	go test ./stages/generate/endpoint -run '^$' -bench 'AutoVirtual/issue/' -benchtime 1x
 func BenchmarkAutoVirtual(b *testing.B) {
 	shapes := []vShape{
 		{"issue", 3500, 1, 159_277},

@@ -1,4 +1,4 @@
-package generate
+package endpoint
 
 // The APIs an endpoint can use: each registers itself (name, options,
 // constructor) in its init. A new API is one package plus one line here.
