@@ -7,19 +7,39 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/dataset"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/budget"
 	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
 )
 
+// answerer asks an endpoint for a record's answers as the stage's options
+// say: the last turn, or every assistant turn, each conditioned on the
+// target's own earlier answers.
+type answerer struct {
+	opts      *Options
+	ep        *endpoint.Endpoint
+	client    *endpoint.Client
+	maxTokens int
+	// tok counts tokens a server did not report; nil when not configured.
+	tok *tokenizer.Tokenizer
+	// tmpl renders the turns after the first into token ids for an API
+	// that takes ids; nil without a tokenizer that has a chat template.
+	tmpl *chat.Template
+	// stopIDs are the ids the model stops on, from its files (the stage's
+	// tokenizer, else the tokenize stage's): trimmed from stopped answers.
+	stopIDs []int
+}
+
 // render turns a conversation the tokenize stage did not see (a turn after
 // the first) into prompt ids for an API that takes ids.
-func (g *Generate) render(msgs []conv.Message, tools []conv.ToolDef) ([]int, error) {
-	if g.tmpl == nil {
-		return nil, &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("this record answers several turns and endpoint %s takes token ids, which the tokenize stage makes for the first turn only: set `tokenizer:` on the generate stage (the tokenize stage's model directory) so each later turn is rendered with its chat template", g.ep.Spec.Name)}
+func (a *answerer) render(msgs []conv.Message, tools []conv.ToolDef) ([]int, error) {
+	if a.tmpl == nil {
+		return nil, &backend.Error{Kind: backend.Permanent, Msg: fmt.Sprintf("this record answers several turns and endpoint %s takes token ids, which the tokenize stage makes for the first turn only: set `tokenizer:` on the generate stage (the tokenize stage's model directory) so each later turn is rendered with its chat template", a.ep.Spec.Name)}
 	}
-	enc, err := g.tmpl.Encode(msgs, tools, true)
+	enc, err := a.tmpl.Encode(msgs, tools, true)
 	if err != nil {
 		return nil, &backend.Error{Kind: backend.Permanent, Msg: "render a later turn: " + err.Error()}
 	}
@@ -28,12 +48,12 @@ func (g *Generate) render(msgs []conv.Message, tools []conv.ToolDef) ([]int, err
 
 // answers is how many answers converse asks for: the last turn, or each
 // assistant turn with turns "all", plus one per queued user turn.
-func (g *Generate) answers(rec *conv.Record) int {
+func (a *answerer) answers(rec *conv.Record) int {
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	n := 1 + len(followUps)
-	if g.opts.Turns == "all" {
+	if a.opts.Turns == "all" {
 		for i, m := range base {
-			if regenerated(i, m) || (g.opts.ToolTurns == "regenerate" && i > 0 && m.Role == conv.Assistant && len(m.ToolCalls) > 0) {
+			if regenerated(i, m) || (a.opts.ToolTurns == "regenerate" && i > 0 && m.Role == conv.Assistant && len(m.ToolCalls) > 0) {
 				n++
 			}
 		}
@@ -72,7 +92,7 @@ func regenerated(i int, m conv.Message) bool {
 // assistant turn in order when turns is "all", and the answers to user
 // turns queued after the first (MT-Bench), each conditioned on the target's
 // own earlier answers.
-func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Ticket, tl *endpoint.Tally, keep *answersSoFar) (*conv.Record, error) {
+func (a *answerer) converse(ctx context.Context, rec *conv.Record, t *budget.Ticket, tl *endpoint.Tally, keep *answersSoFar) (*conv.Record, error) {
 	base, followUps := dataset.SplitTurns(rec.Prompt())
 	steps := 0
 	var spent int
@@ -89,9 +109,9 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Tic
 	}
 	var lastSent int
 	ask := func(msgs []conv.Message, ids []int) (*conv.Generation, error) {
-		if ids == nil && g.ep.TakesIDs {
+		if ids == nil && a.ep.TakesIDs {
 			var err error
-			if ids, err = g.render(msgs, rec.Tools); err != nil {
+			if ids, err = a.render(msgs, rec.Tools); err != nil {
 				return nil, err
 			}
 		}
@@ -110,23 +130,23 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Tic
 			return nil, stages.ErrInterrupted
 		}
 		req := &backend.Request{Key: rec.Key, Messages: msgs, Tools: rec.Tools, InputIDs: ids,
-			MaxTokens: g.maxTokens, StopIDs: g.stopIDs, ChatTemplateKwargs: g.opts.ChatTemplateKwargs, Sampling: backend.Sampling{
-				Temperature: g.opts.Temperature, TopP: g.opts.TopP, TopK: g.opts.TopK, Stop: g.opts.Stop, Seed: g.opts.Seed}}
+			MaxTokens: a.maxTokens, StopIDs: a.stopIDs, ChatTemplateKwargs: a.opts.ChatTemplateKwargs, Sampling: backend.Sampling{
+				Temperature: a.opts.Temperature, TopP: a.opts.TopP, TopK: a.opts.TopK, Stop: a.opts.Stop, Seed: a.opts.Seed}}
 		if t != nil {
 			done := spent
 			req.Progress = func(p backend.Progress) { t.Update(done, p) }
 			req.Sent = func() { t.SentNow(done) }
 		}
-		gen, err := g.client.Ask(ctx, req, tl)
-		if err == nil && !g.ep.TakesIDs {
+		gen, err := a.client.Ask(ctx, req, tl)
+		if err == nil && !a.ep.TakesIDs {
 			gen.SentMessages = true
 		}
 		if err == nil {
-			err = g.ep.TruncatedPrompt(gen, sentTokens(rec, msgs, ids, steps))
+			err = a.ep.TruncatedPrompt(gen, sentTokens(rec, msgs, ids, steps))
 		}
 		if err == nil {
-			g.recount(gen)
-			gen.MaxTokens = g.maxTokens
+			a.recount(gen)
+			gen.MaxTokens = a.maxTokens
 			spent += gen.CompletionTokens
 			asked = append(asked, gen)
 			keep.save(asked)
@@ -138,7 +158,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Tic
 	// answered a source tool-call turn otherwise than the source did, so
 	// the recorded tool results no longer follow.
 	var ended *conv.Generation
-	if g.opts.Turns == "all" {
+	if a.opts.Turns == "all" {
 		for _, m := range base {
 			switch {
 			case regenerated(len(convo), m):
@@ -148,7 +168,7 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Tic
 				}
 				turn(len(convo), gen, lastSent)
 				m = gen.Message()
-			case g.opts.ToolTurns == "regenerate" && m.Role == conv.Assistant && len(m.ToolCalls) > 0 && len(convo) > 0:
+			case a.opts.ToolTurns == "regenerate" && m.Role == conv.Assistant && len(m.ToolCalls) > 0 && len(convo) > 0:
 				gen, err := ask(convo, nil)
 				if err != nil {
 					return nil, err
@@ -207,13 +227,13 @@ func (g *Generate) converse(ctx context.Context, rec *conv.Record, t *budget.Tic
 // the target's tokenizer: the output ids when the server gave them, else the
 // text (which re-tokenizes close to, not exactly as, the model produced it),
 // plus the end-of-turn token when the answer stopped.
-func (g *Generate) recount(gen *conv.Generation) {
-	if gen.CompletionTokens > 0 || g.tok == nil {
+func (a *answerer) recount(gen *conv.Generation) {
+	if gen.CompletionTokens > 0 || a.tok == nil {
 		return
 	}
 	n := len(gen.OutputIDs)
 	if n == 0 {
-		n = g.tok.Count(gen.Reasoning, false) + g.tok.Count(gen.Content, false)
+		n = a.tok.Count(gen.Reasoning, false) + a.tok.Count(gen.Content, false)
 	}
 	if gen.FinishReason == "stop" {
 		n++

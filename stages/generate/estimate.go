@@ -19,9 +19,12 @@ import (
 // left of it and what the records would spend: a stage-wide budget is
 // shared with the other datasets' estimates.
 func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
-	in, note, err := g.quotaEstimate(in)
-	if err != nil {
-		return in, err
+	var note string
+	var err error
+	if g.quota != nil {
+		if in, note, err = g.quota.estimate(in); err != nil {
+			return in, err
+		}
 	}
 	out := in
 	if note != "" {

@@ -15,7 +15,7 @@ import (
 // few, or records of several answers (which keep one answer's timing), or
 // when it cannot be read, at the mean of every answer as before.
 func TestExpectedTokens_FairSampleFirst(t *testing.T) {
-	g := &Generate{maxTokens: 4096, ep: &endpoint.Endpoint{MeanTokens: 1000}, ds: &specs.Dataset{Name: "d", EstCompletionTokens: 700}}
+	g := &Generate{answerer: answerer{maxTokens: 4096, ep: &endpoint.Endpoint{MeanTokens: 1000}}, ds: &specs.Dataset{Name: "d", EstCompletionTokens: 700}}
 	fair := func(n, tokens int64, err error) func(int) (int64, int64, error) {
 		return func(longest int) (int64, int64, error) {
 			if longest != 4096 {

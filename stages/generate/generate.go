@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,34 +28,21 @@ func init() {
 
 // Generate asks an endpoint for each record's answer.
 type Generate struct {
-	opts      *Options
-	ep        *endpoint.Endpoint
-	client    *endpoint.Client
-	ds        *specs.Dataset
-	maxTokens int
-	budget    *budget.Budget
-	quota     *quota
+	answerer
+	ds     *specs.Dataset
+	budget *budget.Budget
+	quota  *quota
 	// used counts the tokens answered in this run, for Progress.
 	usedPrompt, usedCompletion atomic.Int64
-	// tok counts tokens a server did not report; nil when not configured.
-	tok *tokenizer.Tokenizer
-	// tmpl renders the turns after the first into token ids for an API
-	// that takes ids; nil without a tokenizer that has a chat template.
-	tmpl *chat.Template
-	// stopIDs are the ids the model stops on, from its files (the stage's
-	// tokenizer, else the tokenize stage's): trimmed from stopped answers.
-	stopIDs []int
 	// limits are the resolved budget limits, for Estimate.
 	limits []*budget.Limit
 	usage  func() (stages.Usage, error)
 	// answered reports this instance's live answers so far, so a plan
 	// prices the records left at their mean; nil when nothing has run.
 	answered func() (stages.Usage, error)
-	// inst is the instance, for its checkpoints (answersSoFar); keptAny
-	// says, once asked, whether an earlier run kept answers (anyKept).
-	inst     *stages.Instance
-	keptOnce sync.Once
-	keptAny  bool
+	// kept holds the answers of records of several answers an
+	// interrupted run had.
+	kept *keptTurns
 }
 
 var (
@@ -79,7 +65,7 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		return nil, err
 	}
 	ep := v.(*endpoint.Endpoint)
-	g := &Generate{opts: o, ep: ep, ds: inst.Dataset, maxTokens: o.MaxTokens.Int(), inst: inst}
+	g := &Generate{answerer: answerer{opts: o, ep: ep, maxTokens: o.MaxTokens.Int()}, ds: inst.Dataset, kept: &keptTurns{inst: inst}}
 	share := o.Share.Float()
 	if !(share > 0) || math.IsInf(share, 0) { // !(> 0) refuses NaN too
 		return nil, o.Share.Errorf("share evaluates to %v; want a finite number above 0", share)
@@ -114,7 +100,7 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		}
 	}
 	if o.Target != nil {
-		if err := g.setQuota(inst); err != nil {
+		if g.quota, err = targetQuota(inst, o.Target); err != nil {
 			return nil, err
 		}
 	}
@@ -254,16 +240,20 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		// The server would refuse it, or worse cut it and answer the rest.
 		return stages.Outcome{Status: stages.Skipped, Reason: fmt.Sprintf("prompt longer than endpoint %s's context (%d tokens)", g.ep.Spec.Name, c)}, nil
 	}
-	if send, err := g.admitQuota(ctx); err != nil {
-		return stages.Outcome{}, err
-	} else if !send {
-		return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
+	if g.quota != nil {
+		// Wait until the quota lets the record be sent; once the target
+		// is met it is skipped.
+		if send, err := g.quota.admit(ctx); err != nil {
+			return stages.Outcome{}, err
+		} else if !send {
+			return stages.Outcome{Status: stages.Skipped, Reason: reasonQuota}, nil
+		}
 	}
 	var t *budget.Ticket
 	prompt := promptTokens(rec)
 	answers := g.answers(rec)
 	// A record of several answers takes those an interrupted run kept.
-	keep := g.answersSoFar(rec, answers)
+	keep := g.kept.of(rec, answers)
 	if g.budget != nil {
 		var err error
 		t, err = g.budget.Admit(ctx, prompt, answers, keep.known())

@@ -19,7 +19,7 @@ func TestProgress_ShowsAutoConcurrency(t *testing.T) {
 		}
 		return e
 	}
-	g := &Generate{ep: ep(specs.Concurrency{Auto: true})}
+	g := &Generate{answerer: answerer{ep: ep(specs.Concurrency{Auto: true})}}
 	if got := g.Progress(); !strings.Contains(got, "concurrency 16 (auto, endpoint target)") {
 		t.Errorf("progress %q; want the auto concurrency", got)
 	}

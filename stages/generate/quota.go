@@ -212,13 +212,12 @@ func (q *quota) expected(ctx context.Context) (more int, rate float64, err error
 	return int(math.Ceil(float64(max(q.target-q.accepted, 0)) / rate)), rate, nil
 }
 
-// setQuota builds the instance's quota over the chain the engine says
-// judges its output.
-func (g *Generate) setQuota(inst *stages.Instance) error {
-	o := g.opts.Target
+// targetQuota builds the instance's quota for target o over the chain
+// the engine says judges its output.
+func targetQuota(inst *stages.Instance, o *TargetOptions) (*quota, error) {
 	target := o.Accepted.Int()
 	if target < 0 {
-		return o.Accepted.Errorf("target accepted evaluates to %d; want 0 or more", target)
+		return nil, o.Accepted.Errorf("target accepted evaluates to %d; want 0 or more", target)
 	}
 	prior := 1.0
 	if o.EstAcceptance != nil {
@@ -231,10 +230,9 @@ func (g *Generate) setQuota(inst *stages.Instance) error {
 	if inst.Downstream != nil {
 		var err error
 		if d, err = inst.Downstream(); err != nil {
-			return fmt.Errorf("target: %w", err)
+			return nil, fmt.Errorf("target: %w", err)
 		}
 	}
-	g.quota = newQuota(target, prior, d)
 	if !inst.DryRun {
 		judges := "every answer (no filter follows)"
 		if len(d.Stages) > 0 {
@@ -242,37 +240,28 @@ func (g *Generate) setQuota(inst *stages.Instance) error {
 		}
 		inst.Log("target: %d accepted, counting %s", target, judges)
 	}
-	return nil
-}
-
-// admitQuota waits until the quota lets a record be sent, and reports
-// false when the target is met (the record is then skipped).
-func (g *Generate) admitQuota(ctx context.Context) (bool, error) {
-	if g.quota == nil {
-		return true, nil
-	}
-	return g.quota.admit(ctx)
+	return newQuota(target, prior, d), nil
 }
 
 // reasonQuota is the skip reason of records the quota did not need.
 const reasonQuota = "target reached"
 
-// quotaEstimate cuts plan's input to the answers the quota still needs at
-// the measured acceptance (est_acceptance before any answer is judged),
-// and says so.
-func (g *Generate) quotaEstimate(in stages.Estimate) (stages.Estimate, string, error) {
-	if g.quota == nil || in.Records == 0 {
+// estimate cuts plan's input to the answers the quota still needs at the
+// measured acceptance (est_acceptance before any answer is judged), and
+// says so.
+func (q *quota) estimate(in stages.Estimate) (stages.Estimate, string, error) {
+	if in.Records == 0 {
 		return in, "", nil
 	}
-	more, rate, err := g.quota.expected(context.Background())
+	more, rate, err := q.expected(context.Background())
 	if err != nil {
 		return in, "", err
 	}
-	note := fmt.Sprintf("target %d accepted: ~%d more answers at %.0f%% acceptance", g.quota.target, more, 100*rate)
+	note := fmt.Sprintf("target %d accepted: ~%d more answers at %.0f%% acceptance", q.target, more, 100*rate)
 	if more == 0 {
 		// Reached: like a spent budget, what is left waits for a larger one.
-		note = fmt.Sprintf("target %d accepted: reached", g.quota.target)
-		in.Limits = append(in.Limits, stages.Limit{Budget: g.quota, Left: 0, Need: 1, What: "target"})
+		note = fmt.Sprintf("target %d accepted: reached", q.target)
+		in.Limits = append(in.Limits, stages.Limit{Budget: q, Left: 0, Need: 1, What: "target"})
 	}
 	if more < in.Records {
 		f := float64(more) / float64(in.Records)

@@ -12,21 +12,21 @@ func TestRecount_TokensTheServerDidNotReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Generate{tok: tok}
+	a := &answerer{tok: tok}
 	text := "Hello, world! The answer is 42."
 	want := len(tok.Encode(text, false)) + 1 // and the end-of-turn token
 	gen := &conv.Generation{Content: text, FinishReason: "stop"}
-	g.recount(gen)
+	a.recount(gen)
 	if gen.CompletionTokens != want {
 		t.Errorf("recounted %d tokens; want %d", gen.CompletionTokens, want)
 	}
 	reported := &conv.Generation{Content: text, CompletionTokens: 99}
-	g.recount(reported)
+	a.recount(reported)
 	if reported.CompletionTokens != 99 {
 		t.Error("a count the server reported was replaced")
 	}
 	ids := &conv.Generation{Content: text, OutputIDs: []int{1, 2, 3}, FinishReason: "length"}
-	g.recount(ids)
+	a.recount(ids)
 	if ids.CompletionTokens != 3 {
 		t.Errorf("with output ids and no usage: %d tokens; want 3", ids.CompletionTokens)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -40,16 +41,28 @@ type savedAnswers struct {
 	Answers []*conv.Generation `json:"answers"`
 }
 
-// answersSoFar returns the checkpoint of a record asking total answers,
-// with the answers an interrupted run kept of it; nil for a record of one
-// answer, or without a store to keep them in.
-func (g *Generate) answersSoFar(rec *conv.Record, total int) *answersSoFar {
-	if total < 2 || g.inst == nil || g.inst.Checkpoints == nil {
+// keptTurns is where an instance keeps the answers of its records of
+// several answers: its checkpoints, under its configuration.
+type keptTurns struct {
+	// inst is read as each record asks: the engine fingerprints the
+	// configuration, and says whether the run redoes it, after the stage
+	// is built.
+	inst *stages.Instance
+	// any says, once asked, whether an earlier run kept answers (anyKept).
+	once sync.Once
+	any  bool
+}
+
+// of returns the checkpoint of a record asking total answers, with the
+// answers an interrupted run kept of it; nil for a record of one answer,
+// or without a store to keep them in.
+func (k *keptTurns) of(rec *conv.Record, total int) *answersSoFar {
+	if total < 2 || k == nil || k.inst.Checkpoints == nil {
 		return nil
 	}
-	s := &answersSoFar{cp: g.inst.Checkpoints, key: "answers/" + g.inst.ConfigFP + "/" + rec.Key,
+	s := &answersSoFar{cp: k.inst.Checkpoints, key: "answers/" + k.inst.ConfigFP + "/" + rec.Key,
 		prompt: promptHash(rec), total: total}
-	if g.inst.Force || !g.anyKept() {
+	if k.inst.Force || !k.anyKept() {
 		return s
 	}
 	var kept savedAnswers
@@ -69,14 +82,14 @@ func (g *Generate) answersSoFar(rec *conv.Record, total int) *answersSoFar {
 // anyKept says whether an earlier run of this configuration kept answers
 // at all, asked once a run: most runs find none, and a look-up per record
 // would cost a read of the store for each.
-func (g *Generate) anyKept() bool {
-	g.keptOnce.Do(func() {
-		_ = g.inst.Checkpoints.EachCheckpoint("answers/"+g.inst.ConfigFP+"/", func(string, []byte) error {
-			g.keptAny = true
+func (k *keptTurns) anyKept() bool {
+	k.once.Do(func() {
+		_ = k.inst.Checkpoints.EachCheckpoint("answers/"+k.inst.ConfigFP+"/", func(string, []byte) error {
+			k.any = true
 			return errStop
 		})
 	})
-	return g.keptAny
+	return k.any
 }
 
 // promptHash identifies what a record asks: its messages, tools and
