@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/state"
@@ -58,11 +59,12 @@ func TestBudget_Scopes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			// Distinct prompts: each dataset pays for its own answers.
-			writePromptsAbout(t, filepath.Join(dir, "a.jsonl"), 600, "idea")
-			writePromptsAbout(t, filepath.Join(dir, "b.jsonl"), 600, "notion")
-			p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				// Distinct prompts: each dataset pays for its own answers.
+				writePromptsAbout(t, filepath.Join(dir, "a.jsonl"), 600, "idea")
+				writePromptsAbout(t, filepath.Join(dir, "b.jsonl"), 600, "notion")
+				p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
 name: scopes
 state: state.db
 datasets:
@@ -74,13 +76,14 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 4096, budget: %s}}
 `, tc.budget))
-			enginetest.Run(t, p, store, nil)
-			var prompt, completion [2]int64
-			for i, ds := range []string{"a", "b"} {
-				prompt[i], completion[i] = spent(t, store, "generate["+ds+"]")
-			}
-			t.Logf("prompt tokens %v, completion tokens %v", prompt, completion)
-			tc.check(t, prompt, completion)
+				enginetest.Run(t, p, store, nil)
+				var prompt, completion [2]int64
+				for i, ds := range []string{"a", "b"} {
+					prompt[i], completion[i] = spent(t, store, "generate["+ds+"]")
+				}
+				t.Logf("prompt tokens %v, completion tokens %v", prompt, completion)
+				tc.check(t, prompt, completion)
+			})
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
@@ -52,17 +53,18 @@ func reasons(t *testing.T, store *state.Store, id string) map[string]int {
 // not the timeout of every record and retry (20 s gave 59 s before; the
 // default 30 minutes, hours).
 func TestEndpoint_ServerThatNeverAnswers(t *testing.T) {
-	release := make(chan struct{})
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(func() { close(release); hs.Close() })
-	dir := t.TempDir()
-	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 40)
-	p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		url := serveInBubble(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(func() { close(release) })
+		dir := t.TempDir()
+		writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 40)
+		p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
 name: hang
 state: state.db
 datasets:
@@ -72,22 +74,23 @@ endpoints:
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 8, timeout: 1s}}
-`, hs.URL))
-	start := time.Now()
-	enginetest.Run(t, p, store, nil)
-	took := time.Since(start)
-	got := reasons(t, store, "generate[d]")
-	if len(got) != 1 {
-		t.Errorf("records: %v; want all 40 failed alike", got)
-	}
-	for r, n := range got {
-		if n != 40 || !strings.Contains(r, "endpoint target stopped: its server accepts connections but answered nothing in 1s") {
-			t.Errorf("records: %v; want all 40 failed saying the server answered nothing", got)
+`, url))
+		start := time.Now()
+		enginetest.Run(t, p, store, nil)
+		took := time.Since(start)
+		got := reasons(t, store, "generate[d]")
+		if len(got) != 1 {
+			t.Errorf("records: %v; want all 40 failed alike", got)
 		}
-	}
-	if took > 4*time.Second {
-		t.Errorf("a server that never answers held the run %s with a 1s timeout", took)
-	}
+		for r, n := range got {
+			if n != 40 || !strings.Contains(r, "endpoint target stopped: its server accepts connections but answered nothing in 1s") {
+				t.Errorf("records: %v; want all 40 failed saying the server answered nothing", got)
+			}
+		}
+		if took > 4*time.Second {
+			t.Errorf("a server that never answers held the run %s with a 1s timeout", took)
+		}
+	})
 }
 
 // TestEndpoint_Same400Stops: a server that refuses every request with the
@@ -191,20 +194,20 @@ stages:
 // that what is kept is biased short (timeout: 5s cut the mean answer from
 // about 250 to 142 tokens, shown only as partial).
 func TestTimeout_ShortWithoutStreamingSaysItBiases(t *testing.T) {
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.NotFound(w, r) // the server is up: the probe passes
-			return
-		}
-		select {
-		case <-r.Context().Done():
-		case <-time.After(time.Second):
-		}
-	}))
-	t.Cleanup(hs.Close)
-	dir := t.TempDir()
-	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 1)
-	p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+	synctest.Test(t, func(t *testing.T) {
+		url := serveInBubble(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				http.NotFound(w, r) // the server is up: the probe passes
+				return
+			}
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Second):
+			}
+		}))
+		dir := t.TempDir()
+		writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 1)
+		p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
 name: short
 state: state.db
 datasets:
@@ -214,11 +217,12 @@ endpoints:
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 8, timeout: 300ms, retries: 0}}
-`, hs.URL))
-	enginetest.Run(t, p, store, nil)
-	for r := range reasons(t, store, "generate[d]") {
-		if !strings.Contains(r, "nothing received for 300ms; without streaming the timeout bounds the whole answer") {
-			t.Errorf("reason %q; want it to say a short timeout biases the answers kept", r)
+`, url))
+		enginetest.Run(t, p, store, nil)
+		for r := range reasons(t, store, "generate[d]") {
+			if !strings.Contains(r, "nothing received for 300ms; without streaming the timeout bounds the whole answer") {
+				t.Errorf("reason %q; want it to say a short timeout biases the answers kept", r)
+			}
 		}
-	}
+	})
 }

@@ -71,12 +71,21 @@ stages:
 // received, at the protocol level.
 func serveRecording(t *testing.T, cfg server.Config, seen func(body []byte)) string {
 	t.Helper()
+	hs := httptest.NewServer(recordingSim(t, cfg, seen))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// recordingSim is serveRecording's server, to serve as a test needs.
+func recordingSim(t *testing.T, cfg server.Config, seen func(body []byte)) http.Handler {
+	t.Helper()
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	var mu sync.Mutex
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.Method == http.MethodPost { // not the endpoint's probe
 			mu.Lock()
@@ -85,7 +94,5 @@ func serveRecording(t *testing.T, cfg server.Config, seen func(body []byte)) str
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { hs.Close(); s.Close() })
-	return hs.URL
+	})
 }

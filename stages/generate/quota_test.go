@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
@@ -65,82 +66,86 @@ func doneAndSkipped(t *testing.T, store *state.Store, id, reason string) (done, 
 // a second run sends nothing, and a raised quota generates only the
 // difference.
 func TestQuota_AcceptedWithinTheInFlightWindow(t *testing.T) {
-	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.8}), Speed: 4000})
-	dir := t.TempDir()
-	writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 3000, "quota")
-	const quota, window = 400, 64
-	p, store := enginetest.Open(t, dir, quotaSpec(srv.URL, quota, ""))
+	synctest.Test(t, func(t *testing.T) {
+		srv := serveCountingSim(t, server.Config{Model: sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.8}), Speed: 4000})
+		dir := t.TempDir()
+		writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 3000, "quota")
+		const quota, window = 400, 64
+		p, store := enginetest.Open(t, dir, quotaSpec(srv.URL, quota, ""))
 
-	// Stopped once 300 requests are in: what finished is kept.
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for srv.Count() < 300 {
-			time.Sleep(time.Millisecond)
+		// Stopped once 300 requests are in: what finished is kept.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for srv.Count() < 300 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		if _, err := p.Run(ctx, store, engine.RunOptions{Log: &bytes.Buffer{}}); err != engine.ErrInterrupted {
+			t.Fatalf("stopped run: %v; want interrupted", err)
 		}
-		cancel()
-	}()
-	if _, err := p.Run(ctx, store, engine.RunOptions{Log: &bytes.Buffer{}}); err != engine.ErrInterrupted {
-		t.Fatalf("stopped run: %v; want interrupted", err)
-	}
-	first := srv.Take()
-	enginetest.Run(t, p, store, nil)
-	requests := first + srv.Take()
+		first := srv.Take()
+		enginetest.Run(t, p, store, nil)
+		requests := first + srv.Take()
 
-	generated, skipped := doneAndSkipped(t, store, "generate[d]", "target reached")
-	accepted, _ := doneAndSkipped(t, store, "filter[d]", "")
-	t.Logf("quota %d: %d accepted of %d generated (%d requests, %d in the stopped run), %d skipped", quota, accepted, generated, requests, first, skipped)
-	if accepted < quota || accepted >= quota+window {
-		t.Errorf("the filter accepted %d; want %d to %d (the quota, past it by less than the in-flight window)", accepted, quota, quota+window-1)
-	}
-	if requests != generated {
-		t.Errorf("%d requests for %d answers; want one each, none asked twice across the stop", requests, generated)
-	}
-	if want := float64(quota) / 0.398; float64(generated) > want+window || float64(generated) < want-3*window {
-		t.Errorf("generated %d answers; want about %.0f (quota / acceptance)", generated, want)
-	}
-	if generated+skipped != 3000 {
-		t.Errorf("%d generated + %d skipped (target reached); want all 3000 records accounted for", generated, skipped)
-	}
+		generated, skipped := doneAndSkipped(t, store, "generate[d]", "target reached")
+		accepted, _ := doneAndSkipped(t, store, "filter[d]", "")
+		t.Logf("quota %d: %d accepted of %d generated (%d requests, %d in the stopped run), %d skipped", quota, accepted, generated, requests, first, skipped)
+		if accepted < quota || accepted >= quota+window {
+			t.Errorf("the filter accepted %d; want %d to %d (the quota, past it by less than the in-flight window)", accepted, quota, quota+window-1)
+		}
+		if requests != generated {
+			t.Errorf("%d requests for %d answers; want one each, none asked twice across the stop", requests, generated)
+		}
+		if want := float64(quota) / 0.398; float64(generated) > want+window || float64(generated) < want-3*window {
+			t.Errorf("generated %d answers; want about %.0f (quota / acceptance)", generated, want)
+		}
+		if generated+skipped != 3000 {
+			t.Errorf("%d generated + %d skipped (target reached); want all 3000 records accounted for", generated, skipped)
+		}
 
-	if res := enginetest.Run(t, p, store, nil); srv.Take() != 0 || res["generate[d]"].Action != "up to date" {
-		t.Errorf("a second run sent requests or ran (%s); the quota was met", res["generate[d]"].Action)
-	}
+		if res := enginetest.Run(t, p, store, nil); srv.Take() != 0 || res["generate[d]"].Action != "up to date" {
+			t.Errorf("a second run sent requests or ran (%s); the quota was met", res["generate[d]"].Action)
+		}
 
-	p, store = enginetest.Open(t, dir, quotaSpec(srv.URL, quota+200, ""))
-	enginetest.Run(t, p, store, nil)
-	more := srv.Take()
-	accepted2, _ := doneAndSkipped(t, store, "filter[d]", "")
-	if accepted2 < quota+200 || accepted2 >= quota+200+window {
-		t.Errorf("after raising the quota to %d the filter accepted %d", quota+200, accepted2)
-	}
-	if want := float64(quota+200-accepted) / 0.398; float64(more) > want+window {
-		t.Errorf("raising the quota by 200 sent %d requests; want about %.0f", more, want)
-	}
+		p, store = enginetest.Open(t, dir, quotaSpec(srv.URL, quota+200, ""))
+		enginetest.Run(t, p, store, nil)
+		more := srv.Take()
+		accepted2, _ := doneAndSkipped(t, store, "filter[d]", "")
+		if accepted2 < quota+200 || accepted2 >= quota+200+window {
+			t.Errorf("after raising the quota to %d the filter accepted %d", quota+200, accepted2)
+		}
+		if want := float64(quota+200-accepted) / 0.398; float64(more) > want+window {
+			t.Errorf("raising the quota by 200 sent %d requests; want about %.0f", more, want)
+		}
+	})
 }
 
 // TestQuota_NeverPastTheBudget: a budget that runs out before the quota is
 // met stops generation at the budget.
 func TestQuota_NeverPastTheBudget(t *testing.T) {
-	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.8}), Speed: 4000})
-	dir := t.TempDir()
-	writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 3000, "budget")
-	const limit = 60_000
-	p, store := enginetest.Open(t, dir, quotaSpec(srv.URL, 1000, fmt.Sprintf(", budget: {completion_tokens: %d}", limit)))
-	enginetest.Run(t, p, store, nil)
-	_, completion := spent(t, store, "generate[d]")
-	accepted, _ := doneAndSkipped(t, store, "filter[d]", "")
-	_, skipped := doneAndSkipped(t, store, "generate[d]", "budget")
-	t.Logf("budget %d: spent %d, %d accepted, %d skipped for the budget", limit, completion, accepted, skipped)
-	// Admission bets on the lengths of answers still running, so the last
-	// ones can end past the limit, by under 1% (the budget's promise,
-	// TestBudget_OvershootDistribution): under -race, ten runs each, the
-	// code of the day before spent up to 59,964 and today's up to 60,027.
-	if float64(completion) > limit*1.01 {
-		t.Errorf("spent %d completion tokens; the budget is %d (1%% over at most)", completion, limit)
-	}
-	if accepted >= 1000 || skipped == 0 {
-		t.Errorf("%d accepted, %d skipped for budget; want the budget to stop the run short of the quota", accepted, skipped)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv := serveCountingSim(t, server.Config{Model: sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.8}), Speed: 4000})
+		dir := t.TempDir()
+		writePromptsAbout(t, filepath.Join(dir, "prompts.jsonl"), 3000, "budget")
+		const limit = 60_000
+		p, store := enginetest.Open(t, dir, quotaSpec(srv.URL, 1000, fmt.Sprintf(", budget: {completion_tokens: %d}", limit)))
+		enginetest.Run(t, p, store, nil)
+		_, completion := spent(t, store, "generate[d]")
+		accepted, _ := doneAndSkipped(t, store, "filter[d]", "")
+		_, skipped := doneAndSkipped(t, store, "generate[d]", "budget")
+		t.Logf("budget %d: spent %d, %d accepted, %d skipped for the budget", limit, completion, accepted, skipped)
+		// Admission bets on the lengths of answers still running, so the last
+		// ones can end past the limit, by under 1% (the budget's promise,
+		// TestBudget_OvershootDistribution): under -race, ten runs each, the
+		// code of the day before spent up to 59,964 and today's up to 60,027.
+		if float64(completion) > limit*1.01 {
+			t.Errorf("spent %d completion tokens; the budget is %d (1%% over at most)", completion, limit)
+		}
+		if accepted >= 1000 || skipped == 0 {
+			t.Errorf("%d accepted, %d skipped for budget; want the budget to stop the run short of the quota", accepted, skipped)
+		}
+	})
 }
 
 // TestQuota_Plan: plan expects quota / acceptance answers (est_acceptance

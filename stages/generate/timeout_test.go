@@ -4,27 +4,29 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
-	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 )
 
 // TestTimeout_CountsFromLastToken: answers that stream for longer than the
 // timeout but never fall silent for that long must complete on the first
 // attempt; a timeout on the whole request would cut every one of them.
 func TestTimeout_CountsFromLastToken(t *testing.T) {
-	dir := t.TempDir()
-	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 8)
-	// About 60 tokens at 75 tokens/s: 0.8 s an answer, with progress every
-	// 20 ms, against a 300 ms timeout and no retries.
-	p, store := enginetest.Open(t, dir, `version: 1
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 8)
+		// About 60 tokens at 75 tokens/s: 0.8 s an answer, with progress every
+		// 20 ms, against a 300 ms timeout and no retries.
+		p, store := enginetest.Open(t, dir, `version: 1
 name: timeout
 state: state.db
 datasets:
@@ -35,25 +37,27 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 256, timeout: 300ms, retries: 0}}
 `)
-	enginetest.Run(t, p, store, nil)
-	counts, err := store.Counts("generate[d]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range counts {
-		if c.Status != 0 {
-			t.Errorf("%d records ended with status %d (%s); want all done", c.N, c.Status, c.Reason)
+		enginetest.Run(t, p, store, nil)
+		counts, err := store.Counts("generate[d]")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		for _, c := range counts {
+			if c.Status != 0 {
+				t.Errorf("%d records ended with status %d (%s); want all done", c.N, c.Status, c.Reason)
+			}
+		}
+	})
 }
 
 // TestTimeout_SilentServer: a server that accepts a request and never
 // answers costs the timeout, then the record fails with the reason.
 func TestTimeout_SilentServer(t *testing.T) {
-	url := simtest.Serve(t, server.Config{Model: sim.New(sim.Config{Seed: 1}), Faults: server.Faults{Seed: 1, Hang: 0.99}})
-	dir := t.TempDir()
-	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 2)
-	p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+	synctest.Test(t, func(t *testing.T) {
+		url := serveCountingSim(t, server.Config{Model: sim.New(sim.Config{Seed: 1}), Faults: server.Faults{Seed: 1, Hang: 0.99}}).URL
+		dir := t.TempDir()
+		writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 2)
+		p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
 name: silent
 state: state.db
 datasets:
@@ -64,14 +68,15 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 64, timeout: 200ms, retries: 0}}
 `, url))
-	enginetest.Run(t, p, store, nil)
-	counts, err := store.Counts("generate[d]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(counts) != 1 || counts[0].Status != 3 || counts[0].N != 2 || counts[0].Reason != "nothing received for 200ms" {
-		t.Errorf("counts %+v; want both records failed: nothing received for 200ms", counts)
-	}
+		enginetest.Run(t, p, store, nil)
+		counts, err := store.Counts("generate[d]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(counts) != 1 || counts[0].Status != 3 || counts[0].N != 2 || counts[0].Reason != "nothing received for 200ms" {
+			t.Errorf("counts %+v; want both records failed: nothing received for 200ms", counts)
+		}
+	})
 }
 
 // TestEndpoint_DeadServer: against a server that refuses connections the
@@ -80,9 +85,11 @@ stages:
 // once) instead of each waiting out the pool's rest, up to a minute a
 // record: the run ends in about the timeout.
 func TestEndpoint_DeadServer(t *testing.T) {
-	dir := t.TempDir()
-	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 40)
-	p, store := enginetest.Open(t, dir, `version: 1
+	synctest.Test(t, func(t *testing.T) {
+		bubbleClient(t, (&net.Dialer{}).DialContext)
+		dir := t.TempDir()
+		writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 40)
+		p, store := enginetest.Open(t, dir, `version: 1
 name: dead
 state: state.db
 datasets:
@@ -93,24 +100,25 @@ stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 8, timeout: 1s}}
 `)
-	var log bytes.Buffer
-	start := time.Now()
-	p.Run(context.Background(), store, engine.RunOptions{Log: &log})
-	took := time.Since(start)
-	if !strings.Contains(log.String(), "endpoint target: http://127.0.0.1:1/v1 out of service for 2s after 3 failures in a row: ") ||
-		!strings.Contains(log.String(), "connection refused") {
-		t.Errorf("log:\n%s\nwant a line saying the URL is out of service and why", log.String())
-	}
-	counts, err := store.Counts("generate[d]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(counts) != 1 || counts[0].Status != 3 || counts[0].N != 40 ||
-		!strings.HasPrefix(counts[0].Reason, "endpoint target out of service: no URL answered for ") ||
-		strings.Count(counts[0].Reason, "http://127.0.0.1:1/v1/chat/completions") != 1 {
-		t.Errorf("counts %+v; want all 40 failed for the endpoint being out of service, naming the URL once", counts)
-	}
-	if took > 8*time.Second {
-		t.Errorf("a dead endpoint took %s to fail 40 records with a 1s timeout", took)
-	}
+		var log bytes.Buffer
+		start := time.Now()
+		p.Run(context.Background(), store, engine.RunOptions{Log: &log})
+		took := time.Since(start)
+		if !strings.Contains(log.String(), "endpoint target: http://127.0.0.1:1/v1 out of service for 2s after 3 failures in a row: ") ||
+			!strings.Contains(log.String(), "connection refused") {
+			t.Errorf("log:\n%s\nwant a line saying the URL is out of service and why", log.String())
+		}
+		counts, err := store.Counts("generate[d]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(counts) != 1 || counts[0].Status != 3 || counts[0].N != 40 ||
+			!strings.HasPrefix(counts[0].Reason, "endpoint target out of service: no URL answered for ") ||
+			strings.Count(counts[0].Reason, "http://127.0.0.1:1/v1/chat/completions") != 1 {
+			t.Errorf("counts %+v; want all 40 failed for the endpoint being out of service, naming the URL once", counts)
+		}
+		if took > 8*time.Second {
+			t.Errorf("a dead endpoint took %s to fail 40 records with a 1s timeout", took)
+		}
+	})
 }

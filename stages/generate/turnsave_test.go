@@ -8,13 +8,13 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
@@ -25,7 +25,7 @@ import (
 	"github.com/eaglet-dev/eaglet/state"
 )
 
-// questions is a sim chat server that counts the generation requests it
+// questions is a sim chat server, in the test's bubble, that counts the generation requests it
 // receives by the number of messages they send (1: a first question, 3: a
 // second, 5: a third); before answering it calls hook, which may refuse
 // the request or hold it.
@@ -42,8 +42,9 @@ func serveQuestions(t *testing.T, seed uint64) *questions {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(model.Close)
 	q := &questions{asked: map[int]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	q.URL = serveInBubble(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
 			Messages []json.RawMessage `json:"messages"`
@@ -67,8 +68,6 @@ func serveQuestions(t *testing.T, seed uint64) *questions {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		model.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { srv.Close(); model.Close() })
-	q.URL = srv.URL
 	return q
 }
 
@@ -139,48 +138,50 @@ func conversations(t *testing.T, store *state.Store) map[string]string {
 // answers are those a run without the interruption gives. --force asks
 // both again.
 func TestConverse_KeepsAnswersSoFar(t *testing.T) {
-	q := serveQuestions(t, 5)
-	dir, clean := t.TempDir(), t.TempDir()
-	ask := []string{"Question %d: name a river.", "Now name a lake near it."}
-	spec := questionSpec(t, dir, q.URL, 12, ask...)
-	questionSpec(t, clean, q.URL, 12, ask...)
+	synctest.Test(t, func(t *testing.T) {
+		q := serveQuestions(t, 5)
+		dir, clean := t.TempDir(), t.TempDir()
+		ask := []string{"Question %d: name a river.", "Now name a lake near it."}
+		spec := questionSpec(t, dir, q.URL, 12, ask...)
+		questionSpec(t, clean, q.URL, 12, ask...)
 
-	// Every second question refused: each record fails after its first answer.
-	q.setHook(func(n int) (bool, time.Duration) { return n > 1, 0 })
-	enginetest.OpenAndRun(t, dir, spec)
-	if got := q.take(); got[1] != 12 || got[3] != 12 {
-		t.Fatalf("first run: %v questions asked by messages sent; want 12 first and 12 second", got)
-	}
-	// The next run asks the second questions only.
-	q.setHook(nil)
-	p, store, _ := enginetest.OpenAndRun(t, dir, spec)
-	if got := q.take(); got[1] != 0 || got[3] != 12 {
-		t.Errorf("second run: %v questions asked by messages sent; want only the 12 second ones", got)
-	}
-	// The answers are those of a run that was never interrupted.
-	_, cleanStore, _ := enginetest.OpenAndRun(t, clean, spec)
-	q.take()
-	got, want := conversations(t, store), conversations(t, cleanStore)
-	if len(got) != 12 || len(want) != 12 {
-		t.Fatalf("%d and %d answered records; want 12", len(got), len(want))
-	}
-	for k, w := range want {
-		if got[k] != w {
-			t.Errorf("record %s after the interruption:\n%s\nwant, as without one:\n%s", k, got[k], w)
+		// Every second question refused: each record fails after its first answer.
+		q.setHook(func(n int) (bool, time.Duration) { return n > 1, 0 })
+		enginetest.OpenAndRun(t, dir, spec)
+		if got := q.take(); got[1] != 12 || got[3] != 12 {
+			t.Fatalf("first run: %v questions asked by messages sent; want 12 first and 12 second", got)
 		}
-	}
-	// Nothing is kept once the records are answered: --force asks both
-	// questions again.
-	force := map[*engine.Node]bool{}
-	for _, n := range enginetest.Stage(t, p, "generate", "mt") {
-		force[n] = true
-	}
-	if _, err := p.Run(context.Background(), store, engine.RunOptions{Force: force, Log: &bytes.Buffer{}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := q.take(); got[1] != 12 || got[3] != 12 {
-		t.Errorf("--force: %v questions asked by messages sent; want 12 first and 12 second", got)
-	}
+		// The next run asks the second questions only.
+		q.setHook(nil)
+		p, store, _ := enginetest.OpenAndRun(t, dir, spec)
+		if got := q.take(); got[1] != 0 || got[3] != 12 {
+			t.Errorf("second run: %v questions asked by messages sent; want only the 12 second ones", got)
+		}
+		// The answers are those of a run that was never interrupted.
+		_, cleanStore, _ := enginetest.OpenAndRun(t, clean, spec)
+		q.take()
+		got, want := conversations(t, store), conversations(t, cleanStore)
+		if len(got) != 12 || len(want) != 12 {
+			t.Fatalf("%d and %d answered records; want 12", len(got), len(want))
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("record %s after the interruption:\n%s\nwant, as without one:\n%s", k, got[k], w)
+			}
+		}
+		// Nothing is kept once the records are answered: --force asks both
+		// questions again.
+		force := map[*engine.Node]bool{}
+		for _, n := range enginetest.Stage(t, p, "generate", "mt") {
+			force[n] = true
+		}
+		if _, err := p.Run(context.Background(), store, engine.RunOptions{Force: force, Log: &bytes.Buffer{}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := q.take(); got[1] != 12 || got[3] != 12 {
+			t.Errorf("--force: %v questions asked by messages sent; want 12 first and 12 second", got)
+		}
+	})
 }
 
 // TestConverse_StopsBetweenAnswers: once a run is told to stop (Ctrl-C),
@@ -189,30 +190,32 @@ func TestConverse_KeepsAnswersSoFar(t *testing.T) {
 // every conversation in flight has had all its answers, and the next run
 // asks only the questions left.
 func TestConverse_StopsBetweenAnswers(t *testing.T) {
-	q := serveQuestions(t, 6)
-	dir := t.TempDir()
-	spec := questionSpec(t, dir, q.URL, 8, "Question %d: name a river.", "A lake near it?", "And a mountain?")
-	p, store := enginetest.Open(t, dir, spec)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var once sync.Once
-	q.setHook(func(n int) (bool, time.Duration) {
-		if n != 3 {
-			return false, 0
+	synctest.Test(t, func(t *testing.T) {
+		q := serveQuestions(t, 6)
+		dir := t.TempDir()
+		spec := questionSpec(t, dir, q.URL, 8, "Question %d: name a river.", "A lake near it?", "And a mountain?")
+		p, store := enginetest.Open(t, dir, spec)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var once sync.Once
+		q.setHook(func(n int) (bool, time.Duration) {
+			if n != 3 {
+				return false, 0
+			}
+			// The first second question: the user presses Ctrl-C while it runs.
+			once.Do(cancel)
+			return false, 300 * time.Millisecond
+		})
+		_, _ = p.Run(ctx, store, engine.RunOptions{Log: &bytes.Buffer{}})
+		stopped := q.take()
+		if stopped[5] != 0 {
+			t.Errorf("after the stop the run asked %d third questions; want none: the records wait for the next run", stopped[5])
 		}
-		// The first second question: the user presses Ctrl-C while it runs.
-		once.Do(cancel)
-		return false, 300 * time.Millisecond
+		q.setHook(nil)
+		enginetest.Run(t, p, store, nil)
+		rest := q.take()
+		if stopped[1]+rest[1] != 8 || stopped[3]+rest[3] != 8 || rest[5] != 8 {
+			t.Errorf("questions asked (by messages sent) in the stopped run %v and the next %v; want each of the 8 records' three questions once", stopped, rest)
+		}
 	})
-	_, _ = p.Run(ctx, store, engine.RunOptions{Log: &bytes.Buffer{}})
-	stopped := q.take()
-	if stopped[5] != 0 {
-		t.Errorf("after the stop the run asked %d third questions; want none: the records wait for the next run", stopped[5])
-	}
-	q.setHook(nil)
-	enginetest.Run(t, p, store, nil)
-	rest := q.take()
-	if stopped[1]+rest[1] != 8 || stopped[3]+rest[3] != 8 || rest[5] != 8 {
-		t.Errorf("questions asked (by messages sent) in the stopped run %v and the next %v; want each of the 8 records' three questions once", stopped, rest)
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
@@ -33,51 +34,57 @@ func TestBudget_KnownAnswerWaitsForRoom(t *testing.T) {
 		}
 	})
 	t.Run("in a run, the request in flight ends short", func(t *testing.T) {
-		b, tk := newTight()
-		done := make(chan bool)
-		go func() {
-			ok, err := b.TakeKnown(context.Background(), 0, 9_000, true)
-			if err != nil {
-				t.Error(err)
+		synctest.Test(t, func(t *testing.T) {
+			b, tk := newTight()
+			done := make(chan bool)
+			go func() {
+				ok, err := b.TakeKnown(context.Background(), 0, 9_000, true)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- ok
+			}()
+			select {
+			case ok := <-done:
+				t.Fatalf("decided (%v) while the request in flight could still need the room", ok)
+			case <-time.After(50 * time.Millisecond):
 			}
-			done <- ok
-		}()
-		select {
-		case ok := <-done:
-			t.Fatalf("decided (%v) while the request in flight could still need the room", ok)
-		case <-time.After(50 * time.Millisecond):
-		}
-		tk.Finish(0, 400)
-		if ok := <-done; !ok {
-			t.Fatal("left out, though 9,600 of 10,000 tokens were spent once the request ended")
-		}
+			tk.Finish(0, 400)
+			if ok := <-done; !ok {
+				t.Fatal("left out, though 9,600 of 10,000 tokens were spent once the request ended")
+			}
+		})
 	})
 	t.Run("in a run, the request in flight ends long", func(t *testing.T) {
-		b, tk := newTight()
-		done := make(chan bool)
-		go func() {
-			ok, _ := b.TakeKnown(context.Background(), 0, 9_000, true)
-			done <- ok
-		}()
-		time.Sleep(20 * time.Millisecond)
-		tk.Finish(0, 1_500)
-		if ok := <-done; ok {
-			t.Fatal("kept 9,000 tokens beside 1,500 spent on a 10,000 budget")
-		}
+		synctest.Test(t, func(t *testing.T) {
+			b, tk := newTight()
+			done := make(chan bool)
+			go func() {
+				ok, _ := b.TakeKnown(context.Background(), 0, 9_000, true)
+				done <- ok
+			}()
+			synctest.Wait() // it waits for room
+			tk.Finish(0, 1_500)
+			if ok := <-done; ok {
+				t.Fatal("kept 9,000 tokens beside 1,500 spent on a 10,000 budget")
+			}
+		})
 	})
 	t.Run("the run ends", func(t *testing.T) {
-		b, _ := newTight()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() {
-			_, err := b.TakeKnown(ctx, 0, 9_000, true)
-			done <- err
-		}()
-		time.Sleep(20 * time.Millisecond)
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Fatalf("got %v; want the run's end", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			b, _ := newTight()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() {
+				_, err := b.TakeKnown(ctx, 0, 9_000, true)
+				done <- err
+			}()
+			synctest.Wait() // it waits for room
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("got %v; want the run's end", err)
+			}
+		})
 	})
 }
 

@@ -3,7 +3,9 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -11,27 +13,39 @@ import (
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/openai"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
 // A server that is down makes every attempt fail; once the run is told to
 // stop, the record must be given up at once (left for the next run), not
 // after its remaining retries and their backoff.
 func TestAsk_StopEndsRetries(t *testing.T) {
-	c, err := openai.New(openai.Config{URLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &Client{Endpoint: &Endpoint{Spec: &specs.Endpoint{Name: "down"}, be: c, lim: newLimiter(4, 4, false)},
-		Retries: 50, Timeout: time.Second, Instance: "generate[d]", Share: 1}
-	stop := make(chan struct{})
-	ctx := stages.WithStop(context.Background(), stop)
-	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
-	start := time.Now()
-	_, err = cl.Ask(ctx, &backend.Request{Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, MaxTokens: 8}, &Tally{})
-	if !errors.Is(err, stages.ErrInterrupted) {
-		t.Fatalf("ask returned %v; want ErrInterrupted", err)
-	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("gave up %s after the stop; want at once", took)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		// In the bubble, the client is one of the test's own: the pools'
+		// shared one keeps connections a bubble must not touch.
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		urls := []string{"http://127.0.0.1:1/v1"}
+		p, err := pool.New(pool.Config{URLs: urls, Client: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := openai.New(openai.Config{URLs: urls, Model: "m", Pool: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := &Client{Endpoint: &Endpoint{Spec: &specs.Endpoint{Name: "down"}, be: c, lim: newLimiter(4, 4, false)},
+			Retries: 50, Timeout: time.Second, Instance: "generate[d]", Share: 1}
+		stop := make(chan struct{})
+		ctx := stages.WithStop(context.Background(), stop)
+		time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+		start := time.Now()
+		_, err = cl.Ask(ctx, &backend.Request{Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, MaxTokens: 8}, &Tally{})
+		if !errors.Is(err, stages.ErrInterrupted) {
+			t.Fatalf("ask returned %v; want ErrInterrupted", err)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("gave up %s after the stop; want at once", took)
+		}
+	})
 }

@@ -36,7 +36,12 @@ type guard struct {
 	pool      *pool.Pool
 	auth      pool.Auth
 	probePath string
+	// probed is closed once the probe has answered, with probeErr; the
+	// requests that come meanwhile wait for it on the channel rather
+	// than a sync.Once's lock, which a test in virtual time (synctest)
+	// could not wait out.
 	probeOnce sync.Once
+	probed    chan struct{}
 	probeErr  error
 
 	mu       sync.Mutex
@@ -60,15 +65,20 @@ func (e *Endpoint) probe(ctx context.Context, timeout time.Duration) error {
 	if g.pool == nil {
 		return nil
 	}
-	g.probeOnce.Do(func() {
-		wait := min(timeout, maxProbe)
-		pctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		if err := g.pool.Probe(pctx, g.probePath, g.auth); err != nil && ctx.Err() == nil {
-			g.probeErr = &backend.Error{Kind: backend.Fatal, Msg: fmt.Sprintf("endpoint %s stopped: its server accepts connections but answered nothing in %s (%v); check that it is up and serving, then run again", e.Spec.Name, wait, err)}
-			e.fatal.CompareAndSwap(nil, g.probeErr.(*backend.Error))
-		}
-	})
+	first := false
+	g.probeOnce.Do(func() { g.probed, first = make(chan struct{}), true })
+	if !first {
+		<-g.probed
+		return g.probeErr
+	}
+	defer close(g.probed)
+	wait := min(timeout, maxProbe)
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := g.pool.Probe(pctx, g.probePath, g.auth); err != nil && ctx.Err() == nil {
+		g.probeErr = &backend.Error{Kind: backend.Fatal, Msg: fmt.Sprintf("endpoint %s stopped: its server accepts connections but answered nothing in %s (%v); check that it is up and serving, then run again", e.Spec.Name, wait, err)}
+		e.fatal.CompareAndSwap(nil, g.probeErr.(*backend.Error))
+	}
 	return g.probeErr
 }
 

@@ -4,47 +4,51 @@ import (
 	"context"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 func TestLimiter_WeightedShares(t *testing.T) {
-	l := newLimiter(8, 8, false)
-	ctx := context.Background()
-	// Both groups queue far more than the capacity; slots are granted by share.
-	granted := map[string]int{}
-	done := make(chan string, 100)
-	for _, g := range []string{"a", "b"} {
-		w := 1.0
-		if g == "b" {
-			w = 3
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(8, 8, false)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // the waiters left give up
+		// Both groups queue far more than the capacity; slots are granted by share.
+		granted := map[string]int{}
+		done := make(chan string, 100)
+		for _, g := range []string{"a", "b"} {
+			w := 1.0
+			if g == "b" {
+				w = 3
+			}
+			for range 40 {
+				go func() {
+					if err := l.acquire(ctx, g, w); err == nil {
+						done <- g
+					}
+				}()
+			}
 		}
-		for range 40 {
-			go func() {
-				if err := l.acquire(ctx, g, w); err == nil {
-					done <- g
-				}
-			}()
+		for range 8 {
+			granted[<-done]++
 		}
-	}
-	for range 8 {
-		granted[<-done]++
-	}
-	time.Sleep(50 * time.Millisecond) // let every waiter queue
-	// Free everything and count the next eight grants, made with all queued.
-	for g, n := range granted {
-		for range n {
-			l.release(g, 0, 0)
+		synctest.Wait() // every waiter queues
+		// Free everything and count the next eight grants, made with all queued.
+		for g, n := range granted {
+			for range n {
+				l.release(g, 0, 0)
+			}
 		}
-	}
-	next := map[string]int{}
-	for range 8 {
-		next[<-done]++
-	}
-	if next["a"] != 2 || next["b"] != 6 {
-		t.Errorf("with weights 1:3 and 8 slots, grants were %v; want a:2 b:6", next)
-	}
+		next := map[string]int{}
+		for range 8 {
+			next[<-done]++
+		}
+		if next["a"] != 2 || next["b"] != 6 {
+			t.Errorf("with weights 1:3 and 8 slots, grants were %v; want a:2 b:6", next)
+		}
+	})
 }
 
 func TestGradient_GrowsThenBacksOff(t *testing.T) {
@@ -112,86 +116,86 @@ func TestGradient_StallSetsCeiling(t *testing.T) {
 }
 
 func TestStreamGaps_TellsAStallOnce(t *testing.T) {
-	l := newLimiter(40, 400, true)
-	s := l.watchStream(1000)
-	for range 10 {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(40, 400, true)
+		s := l.watchStream(1000)
+		for range 10 {
+			s.event(backend.Progress{})
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(150 * time.Millisecond)
 		s.event(backend.Progress{})
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(150 * time.Millisecond)
-	s.event(backend.Progress{})
-	s.event(backend.Progress{})
-	if got := l.current(); got != 36 {
-		t.Errorf("limit %d after a stream went silent for 150 ms; want 36", got)
-	}
-	if !s.told {
-		t.Error("the stall was not told")
-	}
+		s.event(backend.Progress{})
+		if got := l.current(); got != 36 {
+			t.Errorf("limit %d after a stream went silent for 150 ms; want 36", got)
+		}
+		if !s.told {
+			t.Error("the stall was not told")
+		}
+	})
 }
 
 // TestLimiter_FreeSlotsNeverJumpTheQueue: a request takes a free slot on
 // the spot only while nobody waits; otherwise it queues behind those that
 // came first, and a waiter that gives up leaves the queue.
 func TestLimiter_FreeSlotsNeverJumpTheQueue(t *testing.T) {
-	l := newLimiter(1, 1, false)
-	ctx := context.Background()
-	if err := l.acquire(ctx, "a", 1); err != nil {
-		t.Fatal(err)
-	}
-	queued := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(1, 1, false)
+		ctx := context.Background()
+		if err := l.acquire(ctx, "a", 1); err != nil {
+			t.Fatal(err)
+		}
+		queued := func(n int) {
+			t.Helper()
+			synctest.Wait()
 			l.mu.Lock()
 			q := l.queued
 			l.mu.Unlock()
-			if q == n {
-				return
-			}
-			if time.Now().After(deadline) {
+			if q != n {
 				t.Fatalf("%d waiting, want %d", q, n)
 			}
 		}
-	}
-	cancelled, cancel := context.WithCancel(ctx)
-	defer cancel()
-	gaveUp := make(chan error)
-	go func() { gaveUp <- l.acquire(cancelled, "a", 1) }()
-	queued(1)
-	order := make(chan string, 2)
-	for _, name := range []string{"first", "second"} {
-		go func() {
-			if l.acquire(ctx, "a", 1) == nil {
-				order <- name
+		cancelled, cancel := context.WithCancel(ctx)
+		defer cancel()
+		gaveUp := make(chan error)
+		go func() { gaveUp <- l.acquire(cancelled, "a", 1) }()
+		queued(1)
+		order := make(chan string, 2)
+		for _, name := range []string{"first", "second"} {
+			go func() {
+				if l.acquire(ctx, "a", 1) == nil {
+					order <- name
+				}
+			}()
+			queued(2)
+			if name == "first" {
+				cancel()
+				if err := <-gaveUp; err == nil {
+					t.Fatal("a cancelled waiter got a slot")
+				}
+				queued(1)
 			}
-		}()
-		queued(2)
-		if name == "first" {
-			cancel()
-			if err := <-gaveUp; err == nil {
-				t.Fatal("a cancelled waiter got a slot")
-			}
-			queued(1)
 		}
-	}
-	for _, want := range []string{"first", "second"} {
+		for _, want := range []string{"first", "second"} {
+			l.release("a", 0, 0)
+			select {
+			case got := <-order:
+				if got != want {
+					t.Fatalf("slot went to %s, want %s", got, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no slot granted to %s", want)
+			}
+		}
 		l.release("a", 0, 0)
-		select {
-		case got := <-order:
-			if got != want {
-				t.Fatalf("slot went to %s, want %s", got, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no slot granted to %s", want)
+		queued(0)
+		if err := l.acquire(ctx, "a", 1); err != nil { // free, nobody waits: on the spot
+			t.Fatal(err)
 		}
-	}
-	l.release("a", 0, 0)
-	queued(0)
-	if err := l.acquire(ctx, "a", 1); err != nil { // free, nobody waits: on the spot
-		t.Fatal(err)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.inflight != 1 || l.groups["a"].inflight != 1 {
-		t.Fatalf("in flight %d (group %d), want 1", l.inflight, l.groups["a"].inflight)
-	}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.inflight != 1 || l.groups["a"].inflight != 1 {
+			t.Fatalf("in flight %d (group %d), want 1", l.inflight, l.groups["a"].inflight)
+		}
+	})
 }
