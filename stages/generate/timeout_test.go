@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,7 +86,10 @@ stages:
 // record: the run ends in about the timeout.
 func TestEndpoint_DeadServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		bubbleClient(t, (&net.Dialer{}).DialContext)
+		// Connections refused for real, through a client made in the bubble.
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		useClient(t, &http.Client{Transport: tr})
 		dir := t.TempDir()
 		writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 40)
 		p, store := enginetest.Open(t, dir, `version: 1

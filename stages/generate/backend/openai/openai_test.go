@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -17,11 +18,18 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
+	"github.com/eaglet-dev/eaglet/stages/generate/internal/pipenet"
 )
 
 func client(t testing.TB, url string, cfg Config) *Client {
 	t.Helper()
-	p, err := pool.New(pool.Config{URLs: []string{url + "/v1"}, Rest: 5 * time.Millisecond, MaxRest: 20 * time.Millisecond})
+	return clientVia(t, url, nil, cfg)
+}
+
+// clientVia is client sending through hc (nil: the pools' shared client).
+func clientVia(t testing.TB, url string, hc *http.Client, cfg Config) *Client {
+	t.Helper()
+	p, err := pool.New(pool.Config{URLs: []string{url + "/v1"}, Client: hc, Rest: 5 * time.Millisecond, MaxRest: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +48,19 @@ func conversation(i int) []conv.Message {
 	}
 }
 
+// serveSim serves the sim to a test in a synctest bubble, where its
+// faults' hangs and Retry-After take no wall time, and returns a client
+// for it.
+func serveSim(t testing.TB, cfg server.Config) *http.Client {
+	t.Helper()
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return pipenet.Serve(t, s)
+}
+
 var faults = server.Faults{Seed: 3, Error500: 0.08, RateLimit: 0.08, InFlight402: 0.04, Drop: 0.04, Hang: 0.02,
 	HangFor: 50 * time.Millisecond, BadJSON: 0.04, Truncate: 0.08, StreamError: 0.08, RetryAfter: time.Millisecond}
 
@@ -51,35 +72,37 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 			for _, f := range []server.Faults{{}, faults} {
 				name := fmt.Sprintf("%s/stream=%v/faults=%v", format, stream, f.Seed != 0)
 				t.Run(name, func(t *testing.T) {
-					url := simtest.Serve(t, server.Config{Model: m, Reasoning: format, Comments: stream, Faults: f})
-					c := client(t, url, Config{Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
-					toolCalls := 0
-					for i := range 30 {
-						req := &backend.Request{Messages: conversation(i), MaxTokens: 120}
-						if i%2 == 0 {
-							req.Tools = tools
+					synctest.Test(t, func(t *testing.T) {
+						hc := serveSim(t, server.Config{Model: m, Reasoning: format, Comments: stream, Faults: f})
+						c := clientVia(t, "http://sim", hc, Config{Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
+						toolCalls := 0
+						for i := range 30 {
+							req := &backend.Request{Messages: conversation(i), MaxTokens: 120}
+							if i%2 == 0 {
+								req.Tools = tools
+							}
+							g, err := simtest.Retry(c, req)
+							if err != nil {
+								t.Fatalf("conversation %d: %v", i, err)
+							}
+							prompt := sim.Prompt{Messages: req.Messages, Tools: req.Tools}
+							want := m.Answer(prompt, sim.Options{MaxTokens: 120}).Generation("sim", 120)
+							want.PromptTokens = g.PromptTokens
+							// return_token_ids brings the prompt's ids too, in the
+							// body or the stream's first event, as vLLM sends them.
+							want.PromptIDs = prompt.TokenIDs()
+							if len(g.PromptIDs) != g.PromptTokens {
+								t.Fatalf("conversation %d: %d prompt ids for %d prompt tokens", i, len(g.PromptIDs), g.PromptTokens)
+							}
+							if !reflect.DeepEqual(g, want) {
+								t.Fatalf("conversation %d:\n got %+v\nwant %+v", i, g, want)
+							}
+							toolCalls += len(g.ToolCalls)
 						}
-						g, err := simtest.Retry(c, req)
-						if err != nil {
-							t.Fatalf("conversation %d: %v", i, err)
+						if toolCalls == 0 {
+							t.Error("no tool calls came back")
 						}
-						prompt := sim.Prompt{Messages: req.Messages, Tools: req.Tools}
-						want := m.Answer(prompt, sim.Options{MaxTokens: 120}).Generation("sim", 120)
-						want.PromptTokens = g.PromptTokens
-						// return_token_ids brings the prompt's ids too, in the
-						// body or the stream's first event, as vLLM sends them.
-						want.PromptIDs = prompt.TokenIDs()
-						if len(g.PromptIDs) != g.PromptTokens {
-							t.Fatalf("conversation %d: %d prompt ids for %d prompt tokens", i, len(g.PromptIDs), g.PromptTokens)
-						}
-						if !reflect.DeepEqual(g, want) {
-							t.Fatalf("conversation %d:\n got %+v\nwant %+v", i, g, want)
-						}
-						toolCalls += len(g.ToolCalls)
-					}
-					if toolCalls == 0 {
-						t.Error("no tool calls came back")
-					}
+					})
 				})
 			}
 		}
@@ -87,22 +110,24 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 }
 
 func TestClient_Completions_TokenIDs(t *testing.T) {
-	m := sim.New(sim.Config{Seed: 6, MeanTokens: 60, Reasoning: 0.3})
-	for _, stream := range []bool{false, true} {
-		url := simtest.Serve(t, server.Config{Model: m, Faults: faults})
-		c := client(t, url, Config{Completions: true, Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
-		for i := range 30 {
-			ids := []int{7, 8, i}
-			g, err := simtest.Retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := m.Answer(sim.Prompt{IDs: ids}, sim.Options{MaxTokens: 100}).Generation("sim", 100)
-			if !reflect.DeepEqual(g, want) {
-				t.Fatalf("stream=%v prompt %d:\n got %+v\nwant %+v", stream, i, g, want)
+	synctest.Test(t, func(t *testing.T) {
+		m := sim.New(sim.Config{Seed: 6, MeanTokens: 60, Reasoning: 0.3})
+		for _, stream := range []bool{false, true} {
+			hc := serveSim(t, server.Config{Model: m, Faults: faults})
+			c := clientVia(t, "http://sim", hc, Config{Completions: true, Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
+			for i := range 30 {
+				ids := []int{7, 8, i}
+				g, err := simtest.Retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := m.Answer(sim.Prompt{IDs: ids}, sim.Options{MaxTokens: 100}).Generation("sim", 100)
+				if !reflect.DeepEqual(g, want) {
+					t.Fatalf("stream=%v prompt %d:\n got %+v\nwant %+v", stream, i, g, want)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestClient_ThinkingOff(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
@@ -141,54 +142,56 @@ func TestTrimStop(t *testing.T) {
 var errRefused = errors.New("dial tcp: connection refused")
 
 func TestPool_TakesOutAndProbesBack(t *testing.T) {
-	var logged []string
-	logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
-	p, _ := New(Config{URLs: []string{"http://a", "http://b"}, FailAfter: 2, Rest: 20 * time.Millisecond, Log: logf})
-	// Balanced by outstanding requests.
-	u1, _ := p.Acquire()
-	u2, _ := p.Acquire()
-	if u1 == u2 {
-		t.Fatal("two requests went to the same URL while another was idle")
-	}
-	p.Release(u2, nil)
-	p.Release(u1, errRefused)
-	for range 2 {
-		u, _ := p.Acquire()
-		if u != u1 {
+	synctest.Test(t, func(t *testing.T) {
+		var logged []string
+		logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+		p, _ := New(Config{URLs: []string{"http://a", "http://b"}, FailAfter: 2, Rest: 20 * time.Millisecond, Log: logf})
+		// Balanced by outstanding requests.
+		u1, _ := p.Acquire()
+		u2, _ := p.Acquire()
+		if u1 == u2 {
+			t.Fatal("two requests went to the same URL while another was idle")
+		}
+		p.Release(u2, nil)
+		p.Release(u1, errRefused)
+		for range 2 {
+			u, _ := p.Acquire()
+			if u != u1 {
+				p.Release(u, nil)
+				u, _ = p.Acquire()
+			}
+			p.Release(u, errRefused)
+		}
+		if p.Healthy() != 1 {
+			t.Fatalf("%d healthy after repeated failures of one URL", p.Healthy())
+		}
+		for range 5 {
+			u, _ := p.Acquire()
+			if u == u1 {
+				t.Fatal("a URL out of service got traffic before its rest was over")
+			}
 			p.Release(u, nil)
-			u, _ = p.Acquire()
 		}
-		p.Release(u, errRefused)
-	}
-	if p.Healthy() != 1 {
-		t.Fatalf("%d healthy after repeated failures of one URL", p.Healthy())
-	}
-	for range 5 {
-		u, _ := p.Acquire()
-		if u == u1 {
-			t.Fatal("a URL out of service got traffic before its rest was over")
+		time.Sleep(25 * time.Millisecond)
+		probe, _ := p.Acquire()
+		if probe != u1 {
+			t.Fatal("rested URL was not probed")
 		}
-		p.Release(u, nil)
-	}
-	time.Sleep(25 * time.Millisecond)
-	probe, _ := p.Acquire()
-	if probe != u1 {
-		t.Fatal("rested URL was not probed")
-	}
-	other, _ := p.Acquire()
-	if other == u1 {
-		t.Fatal("a second request went to a URL being probed")
-	}
-	p.Release(other, nil)
-	p.Release(probe, nil)
-	if p.Healthy() != 2 {
-		t.Fatal("a successful probe did not bring the URL back")
-	}
-	// The log says which URL went out, why, and that it came back.
-	want := []string{"http://a out of service for 20ms after 2 failures in a row: dial tcp: connection refused", "http://a is back in service"}
-	if strings.Join(logged, "\n") != strings.Join(want, "\n") {
-		t.Errorf("logged %q; want %q", logged, want)
-	}
+		other, _ := p.Acquire()
+		if other == u1 {
+			t.Fatal("a second request went to a URL being probed")
+		}
+		p.Release(other, nil)
+		p.Release(probe, nil)
+		if p.Healthy() != 2 {
+			t.Fatal("a successful probe did not bring the URL back")
+		}
+		// The log says which URL went out, why, and that it came back.
+		want := []string{"http://a out of service for 20ms after 2 failures in a row: dial tcp: connection refused", "http://a is back in service"}
+		if strings.Join(logged, "\n") != strings.Join(want, "\n") {
+			t.Errorf("logged %q; want %q", logged, want)
+		}
+	})
 }
 
 func TestPool_AllDown(t *testing.T) {

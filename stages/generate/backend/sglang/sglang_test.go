@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -14,6 +15,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
+	"github.com/eaglet-dev/eaglet/stages/generate/internal/pipenet"
 )
 
 func TestClient_AgainstSimServer(t *testing.T) {
@@ -32,33 +34,42 @@ func TestClient_AgainstSimServer(t *testing.T) {
 			BadJSON: 0.05, StreamError: 0.1, Drop: 0.05}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Model = m
-			p, err := pool.New(pool.Config{URLs: []string{simtest.Serve(t, tc.cfg)}, Rest: 5 * time.Millisecond, MaxRest: 20 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := New(Config{Pool: p, Stream: tc.stream, Model: "sim"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 40 {
-				ids := []int{100, 200 + i}
-				var progress int
-				req := &backend.Request{InputIDs: ids, MaxTokens: 150, Progress: func(p backend.Progress) { progress = p.Tokens }}
-				g, err := simtest.Retry(c, req)
+			synctest.Test(t, func(t *testing.T) {
+				tc.cfg.Model = m
+				// In the bubble, the faults' hangs and Retry-After take no
+				// wall time.
+				s, err := server.New(tc.cfg)
 				if err != nil {
-					t.Fatalf("prompt %d: %v", i, err)
+					t.Fatal(err)
 				}
-				want := m.Answer(sim.Prompt{IDs: ids}, sim.Options{MaxTokens: 150})
-				if g.Content != want.Content || g.Reasoning != want.Reasoning || g.FinishReason != want.FinishReason ||
-					g.CompletionTokens != want.CompletionTokens() || !reflect.DeepEqual(g.OutputIDs, want.OutputIDs()) ||
-					g.MaxTokens != 150 || g.PromptTokens != 2 {
-					t.Fatalf("prompt %d: got %+v\nwant %+v", i, g, want.Generation("sim", 150))
+				t.Cleanup(s.Close)
+				p, err := pool.New(pool.Config{URLs: []string{"http://sim"}, Client: pipenet.Serve(t, s), Rest: 5 * time.Millisecond, MaxRest: 20 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
 				}
-				if tc.stream && progress != g.CompletionTokens {
-					t.Fatalf("prompt %d: last progress %d of %d tokens", i, progress, g.CompletionTokens)
+				c, err := New(Config{Pool: p, Stream: tc.stream, Model: "sim"})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				for i := range 40 {
+					ids := []int{100, 200 + i}
+					var progress int
+					req := &backend.Request{InputIDs: ids, MaxTokens: 150, Progress: func(p backend.Progress) { progress = p.Tokens }}
+					g, err := simtest.Retry(c, req)
+					if err != nil {
+						t.Fatalf("prompt %d: %v", i, err)
+					}
+					want := m.Answer(sim.Prompt{IDs: ids}, sim.Options{MaxTokens: 150})
+					if g.Content != want.Content || g.Reasoning != want.Reasoning || g.FinishReason != want.FinishReason ||
+						g.CompletionTokens != want.CompletionTokens() || !reflect.DeepEqual(g.OutputIDs, want.OutputIDs()) ||
+						g.MaxTokens != 150 || g.PromptTokens != 2 {
+						t.Fatalf("prompt %d: got %+v\nwant %+v", i, g, want.Generation("sim", 150))
+					}
+					if tc.stream && progress != g.CompletionTokens {
+						t.Fatalf("prompt %d: last progress %d of %d tokens", i, progress, g.CompletionTokens)
+					}
+				}
+			})
 		})
 	}
 }

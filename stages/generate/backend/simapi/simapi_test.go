@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -34,31 +35,35 @@ func TestBackend_Generate_MatchesModel(t *testing.T) {
 }
 
 func TestBackend_Generate_SpeedAndProgress(t *testing.T) {
-	m := sim.New(sim.Config{Seed: 4, MeanTokens: 100, Sigma: 0.01})
-	var seen []int
-	req := request(40)
-	req.Progress = func(p backend.Progress) { seen = append(seen, p.Tokens) }
-	start := time.Now()
-	g, err := New(m, Config{Speed: 400}).Generate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el < 90*time.Millisecond {
-		t.Errorf("%d tokens at 400/s took %v", g.CompletionTokens, el)
-	}
-	if len(seen) < 2 || seen[len(seen)-1] != g.CompletionTokens {
-		t.Errorf("progress %v, completion %d", seen, g.CompletionTokens)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		m := sim.New(sim.Config{Seed: 4, MeanTokens: 100, Sigma: 0.01})
+		var seen []int
+		req := request(40)
+		req.Progress = func(p backend.Progress) { seen = append(seen, p.Tokens) }
+		start := time.Now()
+		g, err := New(m, Config{Speed: 400}).Generate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el < 90*time.Millisecond {
+			t.Errorf("%d tokens at 400/s took %v", g.CompletionTokens, el)
+		}
+		if len(seen) < 2 || seen[len(seen)-1] != g.CompletionTokens {
+			t.Errorf("progress %v, completion %d", seen, g.CompletionTokens)
+		}
+	})
 }
 
 func TestBackend_Generate_Cancelled(t *testing.T) {
-	m := sim.New(sim.Config{Seed: 4, MeanTokens: 1000, Sigma: 0.01})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	_, err := New(m, Config{Speed: 100}).Generate(ctx, request(1000))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want deadline exceeded", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		m := sim.New(sim.Config{Seed: 4, MeanTokens: 1000, Sigma: 0.01})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		_, err := New(m, Config{Speed: 100}).Generate(ctx, request(1000))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want deadline exceeded", err)
+		}
+	})
 }
 
 func TestBackend_Generate_ContextTooLong(t *testing.T) {
