@@ -7,12 +7,12 @@ package stages
 import (
 	"context"
 	"fmt"
-	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/specs"
 )
 
