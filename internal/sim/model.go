@@ -269,11 +269,11 @@ func (m *Model) Answer(p Prompt, o Options) *Answer {
 	}
 
 	if reasoning > 0 {
-		emit("<think>", ThinkStart, PartThink)
+		emit(conv.ThinkStart, ThinkStart, PartThink)
 		w := newWriter(mix(key, 1), true, false)
 		for i := 0; i < reasoning && emit(w.next(), 0, PartReasoning); i++ {
 		}
-		emit("</think>", ThinkEnd, PartThink)
+		emit(conv.ThinkEnd, ThinkEnd, PartThink)
 	}
 	var args []string
 	if tool != nil {
