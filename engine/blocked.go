@@ -14,6 +14,7 @@ type UnfinishedError struct {
 	Needs []string
 }
 
+// Error names the needs: "load[a], load[b] did not finish".
 func (e *UnfinishedError) Error() string { return strings.Join(e.Needs, ", ") + " did not finish" }
 
 // PartialInputError says a stage that writes a file did not, since
@@ -33,6 +34,7 @@ type FailedRecords struct {
 	N        int
 }
 
+// Error says what was not written and what to do about it.
 func (e *PartialInputError) Error() string {
 	if e.Err != nil {
 		return "not written: " + e.Err.Error()
@@ -44,7 +46,26 @@ func (e *PartialInputError) Error() string {
 	return "not written: " + strings.Join(parts, ", ") + "; run again to retry them, or pass --allow-partial to write what there is"
 }
 
+// Unwrap is why the failed records could not be counted, or nil.
 func (e *PartialInputError) Unwrap() error { return e.Err }
+
+// block decides whether n is kept from starting: unfinished names the
+// needs that did not finish; a stage that writes a file also waits for
+// the records that failed upstream. nil lets it start.
+func (r *runner) block(n *Node, unfinished []string) *Decision {
+	if len(unfinished) > 0 {
+		return &Decision{Action: Block, Reason: NeedsUnfinished, Err: &UnfinishedError{Needs: unfinished}}
+	}
+	// A dry run cannot tell whether failed records will succeed when
+	// retried, so it leaves the question to the run.
+	if r.opts.AllowPartial || r.opts.Dry {
+		return nil
+	}
+	if partial := r.partialInputs(n); partial != nil {
+		return &Decision{Action: Block, Reason: NeedsFailedRecords, Err: partial}
+	}
+	return nil
+}
 
 // partialInputs finds, for a stage that writes a file, the instances it
 // depends on (at any distance) whose records failed; nil when there are

@@ -71,7 +71,8 @@ type Result struct {
 	// Outcome is what became of the instance.
 	Outcome Outcome
 	// Decision is what the run decided to do with it and why, as plan
-	// shows it; Undecided when it failed or was stopped before deciding.
+	// shows it; Undecided for an instance that failed (Err says why) or
+	// was interrupted before it started.
 	Decision Decision
 	// Processed counts records handled in this run; Failed those that failed.
 	Processed int
@@ -134,7 +135,7 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 			defer wg.Done()
 			defer close(done[n])
 			// Name every unfinished input: the reader fixes them all at once.
-			unfinished := &UnfinishedError{}
+			var unfinished []string
 			for _, up := range n.Needs {
 				if !inRun[up] {
 					continue
@@ -144,20 +145,10 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 				ur := results[up]
 				mu.Unlock()
 				if ur.Outcome == Errored || ur.Outcome == Blocked || ur.Outcome == Interrupted {
-					unfinished.Needs = append(unfinished.Needs, up.ID)
+					unfinished = append(unfinished, up.ID)
 				}
 			}
-			var block *Decision
-			switch {
-			case len(unfinished.Needs) > 0:
-				block = &Decision{Action: Block, Reason: NeedsUnfinished, Err: unfinished}
-			// A dry run cannot tell whether failed records will succeed
-			// when retried, so it leaves the question to the run.
-			case !opts.AllowPartial && !opts.Dry:
-				if partial := r.partialInputs(n); partial != nil {
-					block = &Decision{Action: Block, Reason: NeedsFailedRecords, Err: partial}
-				}
-			}
+			block := r.block(n, unfinished)
 			var res *Result
 			switch {
 			case block != nil:

@@ -89,9 +89,9 @@ func (d Decision) words() string {
 			if limit == "" {
 				limit = "budget"
 			}
-			return fmt.Sprintf("up to date (%s skipped for %s; raise the %s to continue)", Plural(d.Work.Todo, "record"), limit, limit)
+			return fmt.Sprintf("%s (%s skipped for %s; raise the %s to continue)", Skip, Plural(d.Work.Todo, "record"), limit, limit)
 		}
-		return "up to date"
+		return Skip.String()
 	case Wait:
 		switch {
 		case d.Work == nil:
