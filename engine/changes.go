@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -16,6 +17,27 @@ type Change struct {
 	// empty when the setting is a hash that says only that it changed (a
 	// kind's input file or model).
 	Old, New string
+}
+
+// String is the change as plan shows it: "max_samples 7000 -> 8000".
+func (c Change) String() string {
+	if c.Old == "" && c.New == "" {
+		return c.Key + " changed"
+	}
+	return fmt.Sprintf("%s %s -> %s", c.Key, c.Old, c.New)
+}
+
+// joinChanges shows changes one after another, or says the configuration
+// changed when none can be named.
+func joinChanges(cs []Change) string {
+	if len(cs) == 0 {
+		return "configuration changed"
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // opaque is the change of a kind's own fingerprint that names nothing.

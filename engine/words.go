@@ -44,27 +44,6 @@ func (o Outcome) String() string {
 	return outcomeWords[o]
 }
 
-// String is the change as plan shows it: "max_samples 7000 -> 8000".
-func (c Change) String() string {
-	if c.Old == "" && c.New == "" {
-		return c.Key + " changed"
-	}
-	return fmt.Sprintf("%s %s -> %s", c.Key, c.Old, c.New)
-}
-
-// joinChanges shows changes one after another, or says the configuration
-// changed when none can be named.
-func joinChanges(cs []Change) string {
-	if len(cs) == 0 {
-		return "configuration changed"
-	}
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = c.String()
-	}
-	return strings.Join(parts, ", ")
-}
-
 // String is the decision in plan's words: "up to date", "will rerun:
 // max_samples 7000 -> 8000", "blocked: load[chat] did not finish".
 func (d Decision) String() string {
