@@ -199,18 +199,25 @@ func (p *progress) settled(n *Node, it state.Item) {
 	s.completionTokens -= int64(it.CompletionTokens)
 }
 
+// finish ends an instance's progress: done when note is empty, else the
+// note (up to date, blocked, interrupted) is its state.
 func (p *progress) finish(n *Node, note string) {
+	state := note
+	if note == "" {
+		state = "done"
+	}
+	p.end(n, state, note)
+}
+
+// fail ends an instance's progress with the error that stopped it.
+func (p *progress) fail(n *Node, msg string) { p.end(n, "failed", "FAILED: "+msg) }
+
+// end sets an instance's final state and logs how it ended: note, or
+// with no note the figures of a finished instance.
+func (p *progress) end(n *Node, state, note string) {
 	p.mu.Lock()
 	s := p.st[n]
-	s.finished, s.note = time.Now(), note
-	switch {
-	case strings.HasPrefix(note, "FAILED"):
-		s.state = "failed"
-	case note == "":
-		s.state = "done"
-	default:
-		s.state = note
-	}
+	s.finished, s.note, s.state = time.Now(), note, state
 	summary := s.summary()
 	p.mu.Unlock()
 	if note == "" {

@@ -73,7 +73,7 @@ func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	if *detailed {
 		for _, s := range steps {
-			if s.Run {
+			if s.Runs() {
 				return &exitError{code: exitChanges, err: errors.New("")}
 			}
 		}
@@ -97,15 +97,15 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate s
 		if !e.Exact {
 			recs = "~" + recs
 		}
-		row := []string{s.Node.ID, recs, count(e.PromptTokens), count(e.CompletionTokens), "", "", s.Action}
-		if s.Run && e.Seconds > 0 {
+		row := []string{s.Node.ID, recs, count(e.PromptTokens), count(e.CompletionTokens), "", "", s.Words()}
+		if s.Runs() && e.Seconds > 0 {
 			row[4] = duration(e.Seconds)
 		}
-		if s.Run && e.Dollars > 0 {
+		if s.Runs() && e.Dollars > 0 {
 			row[5] = fmt.Sprintf("$%.2f", e.Dollars)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
-		if s.Run {
+		if s.Runs() {
 			toRun++
 			completion += s.NewTokens
 			seconds += e.Seconds
@@ -162,8 +162,8 @@ func recordPlan(ctx context.Context, p *engine.Pipeline, store *state.Store, ste
 	}
 	var body report.RecordedPlan
 	for _, s := range steps {
-		ps := report.PlanStep{Instance: s.Node.ID, Run: s.Run, Records: s.Estimate.Records, Exact: s.Estimate.Exact}
-		if s.Run {
+		ps := report.PlanStep{Instance: s.Node.ID, Run: s.Runs(), Records: s.Estimate.Records, Exact: s.Estimate.Exact}
+		if s.Runs() {
 			ps.Todo, ps.CompletionTokens, ps.Seconds, ps.Dollars = s.Todo, s.NewTokens, s.Estimate.Seconds, s.Estimate.Dollars
 		}
 		body.Steps = append(body.Steps, ps)
