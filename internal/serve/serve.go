@@ -269,10 +269,15 @@ func (r *Replica) waitReady(ctx context.Context) error {
 	pause := firstPoll
 	var last error
 	for {
-		if last = r.probeReady(ctx, deadline); last == nil {
+		err := r.probeReady(ctx, deadline)
+		if err == nil {
 			r.ReadyAt = time.Now()
 			r.g.cfg.Logf("%s replica %d: ready at %s after %s", r.g.cfg.Name, r.Index, r.URL, r.ReadyAt.Sub(r.StartedAt).Round(time.Millisecond))
 			return nil
+		}
+		// A probe the deadline cut short says less than the one before.
+		if last == nil || !errors.Is(err, context.DeadlineExceeded) {
+			last = err
 		}
 		select {
 		case <-r.exited:
@@ -299,8 +304,13 @@ func (r *Replica) waitReady(ctx context.Context) error {
 func (r *Replica) probeReady(ctx context.Context, deadline time.Time) error {
 	if r.g.s.scheduled() {
 		url, err := r.address()
-		if err != nil || url == "" {
+		switch {
+		case err != nil:
 			return err
+		case url == "" && r.g.s.Address != "":
+			return fmt.Errorf("address %q is empty", r.g.s.Address)
+		case url == "":
+			return fmt.Errorf("job %s has not written its address to %s", r.JobID, r.addressFile)
 		}
 		r.URL = url
 	}
