@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -144,6 +145,8 @@ func fakeServer(args []string) int {
 	})
 	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
 		if *hang {
+			// Read to the end, or the server does not notice the client leave.
+			io.Copy(io.Discard, r.Body)
 			<-r.Context().Done()
 			return
 		}

@@ -381,3 +381,21 @@ func TestStart_NoOrphanAfterSIGKILL(t *testing.T) {
 		t.Errorf("server %d still running 5s after its eaglet was killed", server)
 	}
 }
+
+// TestReplica_GeneratesHung: a launched server whose health and model
+// list answer while its generations hang is ready, and caught by the
+// liveness probe within the time it is given.
+func TestReplica_GeneratesHung(t *testing.T) {
+	t.Parallel()
+	g, err := start(t, context.Background(), testConfig(t, OpenAI, Options{Argv: []string{"fake-server", "-port", "{port}", "-hang"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := g.Replicas()[0].Generates(context.Background(), 500*time.Millisecond); !errors.Is(err, ErrHung) {
+		t.Errorf("Generates: %v, want %v", err, ErrHung)
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("Generates took %s, given 500ms", took)
+	}
+}

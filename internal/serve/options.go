@@ -167,8 +167,10 @@ func (o *Options) resolve() (*settings, error) {
 	}
 	d, known := schedulerDefaults[s.Scheduler]
 	if !known && s.Scheduler != Local {
+		// What else is wrong depends on what the command is.
 		bad(fmt.Sprintf("unknown scheduler %q%s; schedulers: local, slurm, kubernetes, ray",
 			s.Scheduler, specs.Suggest(s.Scheduler, []string{Local, Slurm, Kubernetes, Ray})), "scheduler")
+		return s, errs
 	}
 	if s.Replicas < 1 {
 		bad(fmt.Sprintf("%d replicas: start at least 1", s.Replicas), "replicas")
@@ -183,20 +185,30 @@ func (o *Options) resolve() (*settings, error) {
 	if s.grace, err = time.ParseDuration(s.Grace); err != nil || s.grace < 0 {
 		bad(fmt.Sprintf("%q is not a duration like 30s", s.Grace), "grace")
 	}
-	checkAll := func(items []string, names []string, key string) {
-		for i, item := range items {
-			if _, err := expand(item, placeholderCheck(names)); err != nil {
-				bad(err.Error(), key, strconv.Itoa(i))
-			}
+	check := func(item string, names []string, path ...string) {
+		if _, err := expand(item, placeholderCheck(names)); err != nil {
+			bad(err.Error(), path...)
 		}
 	}
+	checkAll := func(items []string, names []string, key string) {
+		for i, item := range items {
+			check(item, names, key, strconv.Itoa(i))
+		}
+	}
+	const assigned = "a scheduler assigns a job's devices: ask for them in the job (--gres, nvidia.com/gpu, --entrypoint-num-gpus)"
 	if s.scheduled() {
-		checkAll(s.Argv, submitPlaceholders, "argv")
-		if slices.ContainsFunc(s.Argv, func(a string) bool { return strings.Contains(a, "{port}") }) {
-			bad("{port} is a free port on this machine, not on the job's node: a job reports where it serves by writing {address_file} (or give address)", "argv")
+		for i, a := range s.Argv {
+			switch {
+			case strings.Contains(a, "{port}"):
+				bad("{port} is a free port on this machine, not on the job's node: a job reports where it serves by writing {address_file} (or give address)", "argv", strconv.Itoa(i))
+			case strings.Contains(a, "{gpus}"):
+				bad(assigned, "argv", strconv.Itoa(i))
+			default:
+				check(a, submitPlaceholders, "argv", strconv.Itoa(i))
+			}
 		}
 		if len(s.GPUs) > 0 || s.GPUsPerReplica > 0 {
-			bad("a scheduler assigns a job's devices: ask for them in the job (--gres, nvidia.com/gpu, --entrypoint-num-gpus)", "gpus")
+			bad(assigned, "gpus")
 		}
 		if s.JobID == "" {
 			s.JobID = d.jobID
@@ -211,8 +223,8 @@ func (o *Options) resolve() (*settings, error) {
 			bad("no command: give the command that cancels a job, [scancel, \"{job_id}\"]", "stop")
 		}
 		checkAll(s.Stop, jobPlaceholders, "stop")
-		checkAll([]string{s.Address}, jobPlaceholders, "address")
-		checkAll([]string{s.Log}, jobPlaceholders, "log")
+		check(s.Address, jobPlaceholders, "address")
+		check(s.Log, jobPlaceholders, "log")
 		return s, errs.ErrorOrNil()
 	}
 	checkAll(s.Argv, localPlaceholders, "argv")
