@@ -47,9 +47,12 @@ func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
+// bin is the directory of the fakes' links, first on PATH.
+var bin string
+
 func runTests(m *testing.M) int {
-	bin, err := os.MkdirTemp("", "serve-fakes")
-	if err != nil {
+	var err error
+	if bin, err = os.MkdirTemp("", "serve-fakes"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -13,73 +13,54 @@ import (
 	"time"
 )
 
-// launch starts a local replica's server on port, its output appended to
-// its log, and watches for its exit.
-func (r *Replica) launch(port int) error {
-	g := r.g
-	argv, err := expandAll(g.s.Argv, map[string]string{
-		"port": strconv.Itoa(port), "replica": strconv.Itoa(r.Index), "gpus": strings.Join(r.GPUs, ","),
-	})
-	if err != nil {
-		return r.startError(err)
-	}
-	r.Log = r.replicaFile("log")
-	logf, err := os.OpenFile(r.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return r.startError(err)
-	}
-	// The server holds its own copy of the file.
-	defer logf.Close()
-	devices := ""
-	if len(r.GPUs) > 0 {
-		devices = ", CUDA_VISIBLE_DEVICES=" + strings.Join(r.GPUs, ",")
-	}
-	fmt.Fprintf(logf, "=== eaglet: %s replica %d on port %d%s, started %s: %s\n", g.cfg.Name, r.Index, port, devices,
-		r.StartedAt.Format(time.RFC3339), strings.Join(argv, " "))
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = g.cfg.Dir
-	cmd.Env = g.environ
-	if len(r.GPUs) > 0 {
-		cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], "CUDA_VISIBLE_DEVICES="+strings.Join(r.GPUs, ","))
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr(g.s.Keep)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(logf, "=== eaglet: %v\n", err)
-		return r.startError(fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err))
-	}
-	r.PID = cmd.Process.Pid
-	r.URL = "http://127.0.0.1:" + strconv.Itoa(port) + g.cfg.API.path()
-	r.exited = make(chan struct{})
-	go func() {
-		r.exitErr = cmd.Wait()
-		close(r.exited)
-	}()
-	g.cfg.Logf("%s replica %d: started (pid %d, port %d%s), log %s", g.cfg.Name, r.Index, r.PID, port, devices, r.Log)
-	return nil
+// process is a server started on this machine: the leader of a process
+// group of its own.
+type process struct {
+	pid int
+	// exited is closed when the leader has ended, err then says why.
+	exited chan struct{}
+	err    error
 }
 
-// kill stops a local server's process group: SIGTERM, and SIGKILL to
-// whatever of it is left when the grace period ends. The leader's exit is
-// not the end: SGLang and vLLM workers may finish their own shutdown
-// after it, and a worker that ignores SIGTERM would hold its GPU.
-func (r *Replica) kill() error {
-	grace := r.g.s.grace
+// startProcess starts argv, its output appended to log, as the leader of
+// its own process group (and, unless kept, to get SIGTERM at eaglet's
+// death), and watches for its end.
+func startProcess(argv []string, dir string, env []string, log *os.File, keep bool) (*process, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = sysProcAttr(keep)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err)
+	}
+	p := &process{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// kill stops the process group: SIGTERM, and SIGKILL to whatever of it is
+// left when the grace period ends. The leader's exit is not the end:
+// SGLang and vLLM workers may finish their own shutdown after it, and a
+// worker that ignores SIGTERM would hold its GPU.
+func (p *process) kill(grace time.Duration) error {
 	deadline := time.Now().Add(grace)
-	syscall.Kill(-r.PID, syscall.SIGTERM)
+	syscall.Kill(-p.pid, syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	select {
-	case <-r.exited:
+	case <-p.exited:
 	case <-t.C:
 	}
 	t.Stop()
-	if !groupGone(r.PID, time.Until(deadline)) {
-		syscall.Kill(-r.PID, syscall.SIGKILL)
-		if !groupGone(r.PID, 5*time.Second) {
-			return fmt.Errorf("%s replica %d: processes of group %d still running after SIGKILL", r.g.cfg.Name, r.Index, r.PID)
+	if !groupGone(p.pid, time.Until(deadline)) {
+		syscall.Kill(-p.pid, syscall.SIGKILL)
+		if !groupGone(p.pid, 5*time.Second) {
+			return fmt.Errorf("processes of group %d still running after SIGKILL", p.pid)
 		}
 	}
-	<-r.exited
+	<-p.exited
 	return nil
 }
 
@@ -126,7 +107,7 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-// exitReason says how a process ended.
+// exitReason says how a command ended.
 func exitReason(err error) string {
 	var ee *exec.ExitError
 	switch {

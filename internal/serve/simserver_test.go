@@ -14,14 +14,10 @@ import (
 // `eaglet sim-server`: on first use rather than in TestMain, so -short
 // runs, which skip them, do not pay for the build.
 var eagletBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "serve-eaglet")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "eaglet")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/eaglet-dev/eaglet/cmd/eaglet")
+	eaglet := filepath.Join(bin, "eaglet")
+	cmd := exec.Command("go", "build", "-o", eaglet, "github.com/eaglet-dev/eaglet/cmd/eaglet")
 	cmd.Stderr = os.Stderr
-	return bin, cmd.Run()
+	return eaglet, cmd.Run()
 })
 
 // TestStart_SimServer: the recipe of docs/managed-endpoints.md, with
@@ -31,16 +27,15 @@ func TestStart_SimServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds eaglet")
 	}
-	bin, err := eagletBinary()
+	eaglet, err := eagletBinary()
 	if err != nil {
 		t.Fatalf("build eaglet: %v", err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	for _, api := range []API{SGLang, OpenAI} {
 		t.Run(string(api), func(t *testing.T) {
 			t.Parallel()
 			g, err := start(t, context.Background(), testConfig(t, api, Options{
-				Argv: []string{bin, "sim-server", "-addr", "127.0.0.1:{port}", "-seed", "{replica}"}, Replicas: 2}))
+				Argv: []string{eaglet, "sim-server", "-addr", "127.0.0.1:{port}", "-seed", "{replica}"}, Replicas: 2}))
 			if err != nil {
 				t.Fatal(err)
 			}
