@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/hashicorp/go-multierror"
 )
 
 // Sentinels a StartError wraps, for callers that branch on why a replica
@@ -25,6 +27,7 @@ const tailLines = 20
 // StartError is a replica that failed to start, with the last lines of
 // its log, which say why far better than the exit status does.
 type StartError struct {
+	// Name is the endpoint's, Replica the replica's index.
 	Name    string
 	Replica int
 	// Log is the file the lines come from.
@@ -84,14 +87,17 @@ func tail(path string, n int) []string {
 	return lines[max(0, len(lines)-n):]
 }
 
-// listErrors renders several replicas' failures one after another.
-func listErrors(errs []error) string {
-	if len(errs) == 1 {
-		return errs[0].Error()
+// listed renders several errors one to a line, after how many of what
+// ("replicas failed", "problems") there are.
+func listed(what string) multierror.ErrorFormatFunc {
+	return func(errs []error) string {
+		if len(errs) == 1 {
+			return errs[0].Error()
+		}
+		lines := make([]string, len(errs))
+		for i, e := range errs {
+			lines[i] = e.Error()
+		}
+		return fmt.Sprintf("%d %s:\n  %s", len(errs), what, strings.Join(lines, "\n  "))
 	}
-	lines := make([]string, len(errs))
-	for i, e := range errs {
-		lines[i] = e.Error()
-	}
-	return fmt.Sprintf("%d replicas failed:\n  %s", len(errs), strings.Join(lines, "\n  "))
 }

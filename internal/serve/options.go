@@ -40,12 +40,12 @@ type Options struct {
 	// ReadyTimeout bounds a replica's start, from launch to answering.
 	ReadyTimeout string `yaml:"ready_timeout" default:"30m" doc:"how long a replica may take from launch (and a job from submit) to answering, as a Go duration"`
 	// Grace is how long a stopped server has between SIGTERM and SIGKILL.
-	Grace string `yaml:"grace" default:"30s" doc:"how long a stopped server has between SIGTERM and SIGKILL, and a stop command to finish"`
+	Grace string `yaml:"grace" default:"30s" doc:"how long a stopped local server has between SIGTERM and SIGKILL (a job's stop command gets a minute more)"`
 	// Keep leaves the servers up when the group is closed or its context ends.
 	Keep bool `yaml:"keep" doc:"leave the servers up at the end (and when eaglet dies) to reuse them"`
 }
 
-// Schedulers Options.Scheduler names.
+// Schedulers, as Options.Scheduler names them.
 const (
 	Local      = "local"
 	Slurm      = "slurm"
@@ -152,10 +152,11 @@ func (o *Options) resolve() (*settings, error) {
 	var errs *multierror.Error
 	bad := func(msg string, path ...string) {
 		errs = multierror.Append(errs, &OptionError{Path: path, Msg: msg})
+		errs.ErrorFormat = listed("problems")
 	}
 	if len(s.Argv) == 0 || strings.TrimSpace(s.Argv[0]) == "" {
 		bad("no command: give the server's command and its arguments as a list, [python3, -m, sglang.launch_server, --port, \"{port}\", ...]", "argv")
-		return s, errs
+		return s, errs.ErrorOrNil()
 	}
 	if s.Scheduler == "" {
 		s.Scheduler = Local
@@ -170,7 +171,7 @@ func (o *Options) resolve() (*settings, error) {
 		// What else is wrong depends on what the command is.
 		bad(fmt.Sprintf("unknown scheduler %q%s; schedulers: local, slurm, kubernetes, ray",
 			s.Scheduler, specs.Suggest(s.Scheduler, []string{Local, Slurm, Kubernetes, Ray})), "scheduler")
-		return s, errs
+		return s, errs.ErrorOrNil()
 	}
 	if s.Replicas < 1 {
 		bad(fmt.Sprintf("%d replicas: start at least 1", s.Replicas), "replicas")

@@ -119,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 		failed = multierror.Append(failed, fmt.Errorf("launch %s: %w", cfg.Name, ctx.Err()))
 	}
 	if failed != nil {
-		failed.ErrorFormat = listErrors
+		failed.ErrorFormat = listed("replicas failed")
 		if err := g.Stop(); err != nil {
 			failed = multierror.Append(failed, err)
 		}
@@ -168,7 +168,7 @@ func (g *Group) Stop() error {
 		}
 	}
 	if all != nil {
-		all.ErrorFormat = listErrors
+		all.ErrorFormat = listed("replicas failed to stop")
 	}
 	return all.ErrorOrNil()
 }
