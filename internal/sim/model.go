@@ -56,13 +56,7 @@ type Model struct {
 
 // New returns a Model with cfg's defaults filled in for its zero fields.
 func New(cfg Config) *Model {
-	v := reflect.ValueOf(&cfg).Elem()
-	for i, f := range reflect.VisibleFields(v.Type()) {
-		if d, ok := f.Tag.Lookup("default"); ok && v.Field(i).IsZero() {
-			// The tags are this file's own and parse (TestConfig_Defaults).
-			_ = setString(v.Field(i), d)
-		}
-	}
+	fillDefaults(&cfg)
 	if cfg.EOS <= 0 {
 		cfg.EOS = EOS
 	}
@@ -71,8 +65,24 @@ func New(cfg Config) *Model {
 
 // Flags binds cfg's fields to flags of fs named by their flag tags, with
 // their defaults and docs, for sim-server.
-func (cfg *Config) Flags(fs *flag.FlagSet) {
-	v := reflect.ValueOf(cfg).Elem()
+func (cfg *Config) Flags(fs *flag.FlagSet) { bindFlags(fs, cfg) }
+
+// fillDefaults sets the zero fields of *settings, a Config or a Drafter,
+// to their default tags.
+func fillDefaults(settings any) {
+	v := reflect.ValueOf(settings).Elem()
+	for i, f := range reflect.VisibleFields(v.Type()) {
+		if d, ok := f.Tag.Lookup("default"); ok && v.Field(i).IsZero() {
+			// The tags are this package's own and parse (TestConfig_OneDeclaration).
+			_ = setString(v.Field(i), d)
+		}
+	}
+}
+
+// bindFlags binds the fields of *settings, a Config or a Drafter, to flags
+// of fs named by their flag tags, with their defaults and docs.
+func bindFlags(fs *flag.FlagSet, settings any) {
+	v := reflect.ValueOf(settings).Elem()
 	for i, f := range reflect.VisibleFields(v.Type()) {
 		name, doc := f.Tag.Get("flag"), f.Tag.Get("doc")
 		if name == "" {
