@@ -3,6 +3,7 @@ package accept
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -123,7 +124,7 @@ var (
 )
 
 // unknownTurn ranks an unknown turn after every known one.
-const unknownTurn = 1 << 31
+const unknownTurn = math.MaxInt
 
 // ByContext splits rows by their context length's bucket.
 func ByContext(b Buckets) Dimension {

@@ -14,7 +14,7 @@ import (
 type Drafter struct {
 	// Quality is the chance the target accepts the drafter's first token
 	// on an easy prompt, before the prompt's difficulty, the part of the
-	// answer, the context length and the temperature lower it.
+	// answer, the context length and the temperature move it.
 	Quality float64 `yaml:"draft_quality" flag:"draft-quality" doc:"chance, 0 to 1, that the target accepts the drafter's first token on an easy prompt; 0: no drafter (the baseline)"`
 	// Tokens is how many tokens the drafter proposes a step.
 	Tokens int `yaml:"num_speculative_tokens" flag:"num-speculative-tokens" default:"3" doc:"draft tokens proposed a verify step, as vLLM's num_speculative_tokens and SGLang's --speculative-num-steps with --speculative-eagle-topk 1"`
