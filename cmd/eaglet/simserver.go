@@ -34,6 +34,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	var mc sim.Config
 	var cfg server.Config
 	mc.Flags(fs)
+	cfg.Drafter.Flags(fs)
 	fs.StringVar(&cfg.Name, "model", "sim", "served model name")
 	fs.Float64Var(&cfg.Speed, "speed", 0, "decode tokens/s per sequence (0: instant)")
 	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s of the server; decoding waits meanwhile (0: free)")

@@ -8,12 +8,9 @@ package sim
 import (
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"hash/fnv"
 	"math"
-	"reflect"
-	"strconv"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
 )
@@ -56,59 +53,11 @@ type Model struct {
 
 // New returns a Model with cfg's defaults filled in for its zero fields.
 func New(cfg Config) *Model {
-	v := reflect.ValueOf(&cfg).Elem()
-	for i, f := range reflect.VisibleFields(v.Type()) {
-		if d, ok := f.Tag.Lookup("default"); ok && v.Field(i).IsZero() {
-			// The tags are this file's own and parse (TestConfig_Defaults).
-			_ = setString(v.Field(i), d)
-		}
-	}
+	fillDefaults(&cfg)
 	if cfg.EOS <= 0 {
 		cfg.EOS = EOS
 	}
 	return &Model{cfg: cfg, mu: math.Log(float64(cfg.MeanTokens)) - cfg.Sigma*cfg.Sigma/2}
-}
-
-// Flags binds cfg's fields to flags of fs named by their flag tags, with
-// their defaults and docs, for sim-server.
-func (cfg *Config) Flags(fs *flag.FlagSet) {
-	v := reflect.ValueOf(cfg).Elem()
-	for i, f := range reflect.VisibleFields(v.Type()) {
-		name, doc := f.Tag.Get("flag"), f.Tag.Get("doc")
-		if name == "" {
-			continue
-		}
-		if d, ok := f.Tag.Lookup("default"); ok {
-			_ = setString(v.Field(i), d)
-		}
-		switch p := v.Field(i).Addr().Interface().(type) {
-		case *int:
-			fs.IntVar(p, name, *p, doc)
-		case *uint64:
-			fs.Uint64Var(p, name, *p, doc)
-		case *float64:
-			fs.Float64Var(p, name, *p, doc)
-		}
-	}
-}
-
-// setString parses s into v, a field of one of Config's kinds.
-func setString(v reflect.Value, s string) error {
-	switch v.Kind() {
-	case reflect.Int:
-		n, err := strconv.Atoi(s)
-		v.SetInt(int64(n))
-		return err
-	case reflect.Uint64:
-		n, err := strconv.ParseUint(s, 10, 64)
-		v.SetUint(n)
-		return err
-	case reflect.Float64:
-		x, err := strconv.ParseFloat(s, 64)
-		v.SetFloat(x)
-		return err
-	}
-	return fmt.Errorf("sim: a setting of kind %s", v.Kind())
 }
 
 // Config returns the model's configuration with defaults filled in.
