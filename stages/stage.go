@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
+
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/specs"
@@ -21,11 +23,12 @@ type Kind struct {
 	Name    string
 	Summary string
 	// Options returns a pointer to a new options struct that the stage's
-	// `with:` mapping is decoded into. specs.Expr fields are expressions:
-	// tagged `eval:"record"` they are compiled against RecordEnv and
-	// evaluated per record by the stage; otherwise the engine evaluates them
-	// once per instance (vars, dataset, input) before New. Fields tagged
-	// `fp:"-"` do not change results and are left out of the fingerprint.
+	// `with:` mapping is decoded into. specs.Expr fields are expressions
+	// of the kind their `eval` tag names (specs.ExprKind): tagged
+	// `eval:"predicate"` they are compiled against RecordEnv and evaluated
+	// per record by the stage; otherwise the engine evaluates them once per
+	// instance (vars, dataset, input) before New. Fields tagged `fp:"-"` do
+	// not change results and are left out of the fingerprint.
 	Options func() any
 	// Check validates options beyond their types (for example that a named
 	// endpoint exists), once per stage; nil when there is nothing to check.
@@ -521,18 +524,27 @@ func (s *Shared) Tokenizer(dir string) (*tokenizer.Tokenizer, error) {
 
 // Define makes the Kind of a stage whose `with:` decodes into O, so that
 // its check and constructor take *O and never assert the options' type.
-// The constructor gets a copy of the options with the defaults their
-// `default` tags declare filled in.
-// check may be nil when there is nothing to check beyond the types.
+// Its Check refuses what O's tags refuse (a value outside an `enum`, an
+// empty string where there is a default) before calling check, which may
+// be nil when there is nothing more to check. The constructor gets a copy
+// of the options with the defaults their `default` tags declare filled in
+// for the keys the spec leaves out; a key written keeps its value, zero
+// included, so check must judge written zeros (specs.WithDefaults gives it
+// the values the stage will run with).
 func Define[O any](name, summary string, check func(spec *specs.Spec, st *specs.Stage, opts *O) error,
 	build func(inst *Instance, opts *O) (Stage, error)) Kind {
-	specs.CheckDefaults[O]()
-	k := Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
-		New: func(inst *Instance) (Stage, error) { return build(inst, specs.WithDefaults(inst.Options.(*O))) }}
-	if check != nil {
-		k.Check = func(spec *specs.Spec, st *specs.Stage, opts any) error { return check(spec, st, opts.(*O)) }
-	}
-	return k
+	specs.CheckOptions[O]()
+	return Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
+		Check: func(spec *specs.Spec, st *specs.Stage, opts any) error {
+			errs := multierror.Append(nil, st.CheckWritten(opts))
+			if check != nil {
+				errs = multierror.Append(errs, check(spec, st, opts.(*O)))
+			}
+			return errs.ErrorOrNil()
+		},
+		New: func(inst *Instance) (Stage, error) {
+			return build(inst, specs.WithDefaults(inst.Options.(*O), inst.Stage.With))
+		}}
 }
 
 var (
