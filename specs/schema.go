@@ -3,6 +3,7 @@ package specs
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -33,6 +34,9 @@ type option struct {
 	eval *ExprKind
 	// enum is the values a string option may take, from its `enum` tag.
 	enum Enum
+	// min is the least value a number option may be written with, from
+	// its `min` tag: "1" (1 or more) or ">0" (above 0).
+	min *minimum
 	// nested is the schema of a mapping option decoded into a struct of
 	// its own (a pointer to one), whose defaults and checks apply within
 	// it when it is written.
@@ -83,6 +87,13 @@ func buildSchema(t reflect.Type) *schema {
 			}
 			o.enum = e
 		}
+		if tag, ok := f.Tag.Lookup("min"); ok {
+			m, err := parseMin(tag, f.Type)
+			if err != nil {
+				fail("min %q: %v", tag, err)
+			}
+			o.min = m
+		}
 		if st := nestedStruct(f.Type); st != nil {
 			o.nested = schemaOf(st)
 		}
@@ -130,9 +141,10 @@ func written(n *yaml.Node, key string) (*yaml.Node, bool) {
 }
 
 // checkWritten reports, at its value, every option of v (decoded from n)
-// that its tags refuse whatever its owner checks: a value outside its
-// field's enum, and an empty string where the option has a default, which
-// is taken by leaving the key out. what names the owner in messages
+// that its tags refuse whatever its owner checks: a number below its
+// `min`, a value outside its `enum`, and an empty string, which no option
+// takes as a value of its own (a default, or what an option left out
+// does, is had by leaving the key out). what names the owner in messages
 // ("stage dedupe"), file the spec.
 func checkWritten(v reflect.Value, s *schema, n *yaml.Node, file, what string) []error {
 	var errs []error
@@ -152,10 +164,16 @@ func checkWritten(v reflect.Value, s *schema, n *yaml.Node, file, what string) [
 				f = f.Elem()
 			}
 			errs = append(errs, checkWritten(f, o.nested, val, file, what)...)
+		case o.min != nil:
+			if n := number(f); !o.min.allows(n) {
+				errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is %v; use %s", what, o.key, n, o.min)})
+			}
 		case o.enum != nil && !o.enum.has(f.String()):
 			errs = append(errs, o.enum.errorAt(pos, what, o.key, f.String()))
-		case o.hasDefault && o.typ.Kind() == reflect.String && f.String() == "" && o.defText != "":
-			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is empty; leave the key out for the default, %s", what, o.key, o.defText)})
+		case o.typ.Kind() == reflect.String && f.String() == "" && o.hasDefault:
+			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is empty; write a value, or leave the key out for the default, %s", what, o.key, o.defText)})
+		case o.typ.Kind() == reflect.String && f.String() == "":
+			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is empty; write a value, or leave the key out", what, o.key)})
 		}
 	}
 	return errs
@@ -174,4 +192,48 @@ func (st *Stage) CheckWritten(opts any) error {
 		errs = multierror.Append(errs, err)
 	}
 	return errs.ErrorOrNil()
+}
+
+// minimum is a number option's least value.
+type minimum struct {
+	n         float64
+	exclusive bool
+}
+
+func parseMin(tag string, t reflect.Type) (*minimum, error) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Float64:
+	default:
+		return nil, fmt.Errorf("on a %s; only a number has a least value", t)
+	}
+	num, exclusive := strings.CutPrefix(tag, ">")
+	n, err := strconv.ParseFloat(num, 64)
+	return &minimum{n: n, exclusive: exclusive}, err
+}
+
+func (m *minimum) allows(n float64) bool { return n > m.n || n == m.n && !m.exclusive }
+
+// String says which values to use: "1 or more", "a number above 0".
+func (m *minimum) String() string {
+	if m.exclusive {
+		return fmt.Sprintf("a number above %v", m.n)
+	}
+	return fmt.Sprintf("%v or more", m.n)
+}
+
+// number is the value of a number option (through its pointer).
+func number(v reflect.Value) float64 {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return 0
+		}
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Float64 {
+		return v.Float()
+	}
+	return float64(v.Int())
 }

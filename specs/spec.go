@@ -210,10 +210,10 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		for _, err := range checkWritten(ds, schemaOf(ds.Type()), n, path, "dataset "+name) {
 			errs.add(err)
 		}
+		checkDataset(v, n, errs)
 	})
 	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string, _ *yaml.Node) { v.Name = name })
 	for _, ds := range s.Datasets {
-		checkDataset(ds, errs)
 		if ds.Source != "" {
 			if _, err := os.Stat(s.Resolve(ds.Source)); err != nil {
 				errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: source %s: %v", ds.Name, ds.Source, errors.Unwrap(err))
@@ -292,8 +292,8 @@ func decodeNamed[T any](d *decoder, n *yaml.Node, what string, named func(v *T, 
 	return out
 }
 
-func checkDataset(ds *Dataset, errs *errorList) {
-	if ds.Source == "" {
+func checkDataset(ds *Dataset, n *yaml.Node, errs *errorList) {
+	if _, ok := written(n, "source"); !ok {
 		errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: missing `source:` (a file path)", ds.Name)
 	}
 	if ds.EstCompletionTokens < 0 || ds.EstPromptTokens < 0 || ds.Weight < 0 {

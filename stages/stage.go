@@ -6,6 +6,7 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -46,7 +47,9 @@ type Instance struct {
 	// Dataset is the dataset of a per-dataset instance, else nil.
 	Dataset *specs.Dataset
 	Spec    *specs.Spec
-	// Options is the decoded options struct with instance-level expressions resolved.
+	// Options is the decoded options struct with instance-level
+	// expressions resolved; once New has run, with the defaults of the
+	// keys the spec leaves out filled in, as the stage runs with them.
 	Options any
 	// Siblings are the IDs of every instance of this stage, this one
 	// included, for what a stage shares across its instances (a stage-wide
@@ -524,9 +527,10 @@ func (s *Shared) Tokenizer(dir string) (*tokenizer.Tokenizer, error) {
 
 // Define makes the Kind of a stage whose `with:` decodes into O, so that
 // its check and constructor take *O and never assert the options' type.
-// Its Check refuses what O's tags refuse (a value outside an `enum`, an
-// empty string where there is a default) before calling check, which may
-// be nil when there is nothing more to check. The constructor gets a copy
+// Its Check refuses what O's tags refuse (a number below its `min`, a
+// value outside its `enum`, an empty string), then adds what check finds
+// (nil when there is nothing more to check) but what it says of a value
+// already refused. The constructor gets a copy
 // of the options with the defaults their `default` tags declare filled in
 // for the keys the spec leaves out; a key written keeps its value, zero
 // included, so check must judge written zeros (specs.WithDefaults gives it
@@ -536,15 +540,38 @@ func Define[O any](name, summary string, check func(spec *specs.Spec, st *specs.
 	specs.CheckOptions[O]()
 	return Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
 		Check: func(spec *specs.Spec, st *specs.Stage, opts any) error {
-			errs := multierror.Append(nil, st.CheckWritten(opts))
-			if check != nil {
-				errs = multierror.Append(errs, check(spec, st, opts.(*O)))
+			refused := st.CheckWritten(opts)
+			if check == nil {
+				return refused
 			}
-			return errs.ErrorOrNil()
+			return besides(refused, check(spec, st, opts.(*O)))
 		},
 		New: func(inst *Instance) (Stage, error) {
-			return build(inst, specs.WithDefaults(inst.Options.(*O), inst.Stage.With))
+			opts := specs.WithDefaults(inst.Options.(*O), inst.Stage.With)
+			inst.Options = opts
+			return build(inst, opts)
 		}}
+}
+
+// besides returns the problems of refused with those of more that are
+// not at the position of one of them: a value refused by its tags is
+// reported once ("out is empty"), not again by the kind ("needs out").
+func besides(refused, more error) error {
+	at := map[specs.Pos]bool{}
+	errs := multierror.Append(nil, refused)
+	for _, err := range errs.Errors {
+		var se *specs.Error
+		if errors.As(err, &se) {
+			at[se.Pos] = true
+		}
+	}
+	for _, err := range multierror.Append(nil, more).Errors {
+		var se *specs.Error
+		if !errors.As(err, &se) || !at[se.Pos] {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	return errs.ErrorOrNil()
 }
 
 var (

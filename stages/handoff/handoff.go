@@ -134,7 +134,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		bad(st.KeyPos("foreach"), "remove `foreach:`; handoff writes one versioned directory from every dataset it needs, which per-dataset instances would each replace")
 	}
 	if opts.Out == "" {
-		bad(st.Pos, "handoff needs `out:` (the directory its versions are written under)")
+		bad(st.OptionPos("out"), "handoff needs `out:` (the directory its versions are written under)")
 	}
 	if n := specs.WithDefaults(opts, st.With).Shards; n < 1 {
 		bad(st.OptionPos("shards"), "shards is %d; use 1 or more", n)

@@ -77,12 +77,15 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		return &specs.Error{Pos: st.KeyPos("foreach"), Msg: fmt.Sprintf("stage %s: remove `foreach:`; merge takes every dataset from its needs and writes one file, which per-dataset instances would each overwrite", st.Name)}
 	}
 	if opts.Out == "" {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
+		return &specs.Error{Pos: st.OptionPos("out"), Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
 	}
 	if !opts.TotalTokens.IsZero() && opts.WeightsBy != "tokens" {
 		return &specs.Error{Pos: st.OptionPos("total_tokens"), Msg: fmt.Sprintf("stage %s: total_tokens needs `weights_by: tokens`", st.Name)}
 	}
 	if e := opts.Eval; e != nil {
+		if !st.Written("eval", "fraction") {
+			return &specs.Error{Pos: st.OptionPos("eval"), Msg: fmt.Sprintf("stage %s: eval needs `fraction:` (the share of the records held out, 0.02 for 2%%)", st.Name)}
+		}
 		if e.Fraction <= 0 || e.Fraction >= 1 {
 			return &specs.Error{Pos: st.OptionPos("eval", "fraction"), Msg: fmt.Sprintf("stage %s: eval fraction is %g; use a share between 0 and 1 (0.02 holds out 2%% of the records)", st.Name, e.Fraction)}
 		}
