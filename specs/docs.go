@@ -38,7 +38,7 @@ func OptionDocs(opts any) []OptionDoc {
 
 // docType says what a value of the option is, in the words of the spec
 // reference.
-func (o *option) docType() string {
+func (o *optionDecl) docType() string {
 	switch {
 	case o.eval != nil:
 		return o.eval.Doc

@@ -15,13 +15,13 @@ import (
 // type: the decoder, the defaults, the checks of written values and the
 // reference all read it, so none of them parses a tag of its own.
 type schema struct {
-	fields []*option
-	byKey  map[string]*option
+	fields []*optionDecl
+	byKey  map[string]*optionDecl
 }
 
-// option is one field of an options struct: its yaml key and what its
-// `default`, `eval` and `enum` tags declare.
-type option struct {
+// optionDecl is one field of an options struct: its yaml key and what its
+// `default`, `eval`, `enum` and `min` tags declare.
+type optionDecl struct {
 	key   string
 	index []int
 	typ   reflect.Type
@@ -61,9 +61,9 @@ func schemaOf(t reflect.Type) *schema {
 func CheckOptions[O any]() { schemaOf(reflect.TypeFor[O]()) }
 
 func buildSchema(t reflect.Type) *schema {
-	s := &schema{byKey: map[string]*option{}}
+	s := &schema{byKey: map[string]*optionDecl{}}
 	for _, f := range optionFields(t) {
-		o := &option{key: yamlKey(f), index: f.Index, typ: f.Type}
+		o := &optionDecl{key: yamlKey(f), index: f.Index, typ: f.Type}
 		fail := func(format string, args ...any) {
 			panic(fmt.Sprintf("specs: %s.%s: %s", t.Name(), f.Name, fmt.Sprintf(format, args...)))
 		}
