@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/expr-lang/expr"
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -170,26 +169,15 @@ func compileStage(spec *specs.Spec, st *specs.Stage) (*Stage, error) {
 	}
 	instEnv := spec.Env(nil, specs.InputInfo{})
 	recEnv := stages.RecordEnv(&conv.Record{}, spec.VarsValue())
-	compile := func(e *specs.Expr, eval string) error {
-		var err error
-		switch eval {
-		case "record":
-			err = e.Compile(recEnv)
-		case "predicate":
-			err = e.Compile(recEnv, expr.AsBool())
-		case "int", "number":
-			err = e.Compile(instEnv, expr.AsFloat64())
-		default:
-			err = e.Compile(instEnv)
-		}
-		if err != nil {
+	compile := func(e *specs.Expr) error {
+		if err := e.CompileOption(instEnv, recEnv); err != nil {
 			errs = appendFlat(errs, spec.WithSnippet(err))
 		}
 		return nil
 	}
 	walkExprs(reflect.ValueOf(opts), compile)
 	if !st.Concurrency.IsZero() {
-		compile(&st.Concurrency, "int")
+		compile(&st.Concurrency)
 	}
 	if errs == nil && kind.Check != nil {
 		if err := kind.Check(spec, st, opts); err != nil {

@@ -18,16 +18,17 @@ import (
 // Config shapes a Model. It is the one declaration of the simulated
 // model's settings: an `api: sim` endpoint's options embed it, sim-server's
 // flags are bound from it (Flags), and both take its defaults, which New
-// also fills in for a field left zero, since none of them can be 0.
+// also fills in for a field left zero, since none of them can be 0 (an
+// endpoint's options refuse a 0 written, by the min tags).
 type Config struct {
 	Seed uint64 `yaml:"seed" flag:"seed" doc:"seeds the answers: an answer is a pure function of prompt, seed and max tokens"`
 	// MeanTokens is the mean natural completion length in sim tokens.
-	MeanTokens int `yaml:"mean_tokens" flag:"mean-tokens" default:"300" doc:"mean answer length in tokens"`
+	MeanTokens int `yaml:"mean_tokens" flag:"mean-tokens" default:"300" min:"1" doc:"mean answer length in tokens"`
 	// Sigma is the lognormal shape of natural lengths: larger means a
 	// longer tail.
-	Sigma float64 `yaml:"sigma" flag:"sigma" default:"1" doc:"lognormal shape of answer lengths: larger, a longer tail"`
+	Sigma float64 `yaml:"sigma" flag:"sigma" default:"1" min:">0" doc:"lognormal shape of answer lengths: larger, a longer tail"`
 	// MaxLen caps natural lengths, as a model's context would.
-	MaxLen int `yaml:"max_len" flag:"max-len" default:"32768" doc:"longest natural answer"`
+	MaxLen int `yaml:"max_len" flag:"max-len" default:"32768" min:"1" doc:"longest natural answer"`
 	// Reasoning is the mean share of an answer spent thinking inside
 	// <think>...</think>; 0 makes a non-thinking model.
 	Reasoning float64 `yaml:"reasoning" flag:"reasoning" doc:"mean share of an answer spent thinking; 0: a model that does not think"`

@@ -42,7 +42,7 @@ type Options struct {
 
 func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if opts.Tokenizer == "" {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: tokenize needs `tokenizer:` (a model directory with tokenizer.json)", st.Name)}
+		return &specs.Error{Pos: st.OptionPos("tokenizer"), Msg: fmt.Sprintf("stage %s: tokenize needs `tokenizer:` (a model directory with tokenizer.json)", st.Name)}
 	}
 	for _, f := range []struct{ key, path string }{{"tokenizer", opts.Tokenizer}, {"chat_template", opts.ChatTemplate}} {
 		if f.path == "" {
