@@ -68,7 +68,9 @@ func parseDefault(t reflect.Type, s string, kind *ExprKind) (reflect.Value, erro
 // default its field's `default` tag declares, in mappings written within
 // it too. Stage constructors and endpoint clients get such a copy, and a
 // check that must judge the value the stage will run with makes one;
-// opts itself is not changed.
+// opts itself is not changed. A nil n is options built in Go rather than
+// decoded (a library's caller, a test): a field set is as written, a zero
+// field takes its default.
 func WithDefaults[O any](opts *O, n *yaml.Node) *O {
 	cp := *opts
 	fillDefaults(reflect.ValueOf(&cp).Elem(), schemaOf(reflect.TypeFor[O]()), n)
@@ -83,6 +85,9 @@ func fillDefaults(v reflect.Value, s *schema, n *yaml.Node) {
 	for _, o := range s.fields {
 		f := v.FieldByIndex(o.index)
 		val, ok := written(n, o.key)
+		if n == nil {
+			ok = !f.IsZero()
+		}
 		switch {
 		case o.nested != nil && ok:
 			if f.Kind() == reflect.Pointer {

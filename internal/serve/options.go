@@ -141,14 +141,16 @@ type settings struct {
 func (s *settings) scheduled() bool { return s.Scheduler != Local }
 
 // Validate checks the options, defaults filled, and returns every problem
-// at once, each an *OptionError.
-func (o *Options) Validate() error {
-	_, err := o.resolve()
+// at once, each an *OptionError. written is the launch mapping as the spec
+// wrote it, so only the keys it leaves out take defaults (nil: options
+// built in Go, whose zero fields do).
+func (o *Options) Validate(written *yaml.Node) error {
+	_, err := o.resolve(written)
 	return err
 }
 
-func (o *Options) resolve() (*settings, error) {
-	s := &settings{Options: *specs.WithDefaults(o)}
+func (o *Options) resolve(written *yaml.Node) (*settings, error) {
+	s := &settings{Options: *specs.WithDefaults(o, written)}
 	var errs *multierror.Error
 	bad := func(msg string, path ...string) {
 		errs = multierror.Append(errs, &OptionError{Path: path, Msg: msg})

@@ -34,7 +34,7 @@ func TestOptions_Validate(t *testing.T) {
 				"job_id: not a regular expression", "stop: no command", "log: unknown placeholder {jobid} (did you mean \"job_id\"?)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.opts.Validate()
+			err := tc.opts.Validate(nil)
 			var got []string
 			var me interface{ WrappedErrors() []error }
 			if errors.As(err, &me) {
@@ -75,7 +75,7 @@ func TestOptions_SchedulerDefaults(t *testing.T) {
 		if tc.scheduler == Local {
 			argv = append(argv, "{port}")
 		}
-		s, err := (&Options{Argv: argv}).resolve()
+		s, err := (&Options{Argv: argv}).resolve(nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.argv0, err)
 		}

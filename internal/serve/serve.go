@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-multierror"
+	"gopkg.in/yaml.v3"
 )
 
 // Config is one endpoint's launch.
@@ -22,8 +23,10 @@ type Config struct {
 	// Name is the endpoint's, in log file names and messages ("target").
 	Name string
 	API  API
-	// Options is the endpoint's `launch:` mapping.
+	// Options is the endpoint's `launch:` mapping, and Written the
+	// mapping as the spec wrote it (nil: Options built in Go).
 	Options Options
+	Written *yaml.Node
 	// LogDir holds a log per replica and the address files jobs write;
 	// beside the store, so it is on the shared filesystem a job sees.
 	LogDir string
@@ -65,7 +68,7 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	s, err := cfg.Options.resolve()
+	s, err := cfg.Options.resolve(cfg.Written)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", cfg.Name, err)
 	}
