@@ -59,7 +59,7 @@ func (p *Pipeline) Check() error {
 // expressions cannot (their environment has no input), so all are asked.
 func readsInput(n *Node) bool {
 	reads := n.Stage.Spec.Concurrency.Reads("input")
-	walkExprs(reflect.ValueOf(n.Stage.Options), func(e *specs.Expr, _ string) error {
+	walkExprs(reflect.ValueOf(n.Stage.Options), func(e *specs.Expr) error {
 		reads = reads || e.Reads("input")
 		return nil
 	})

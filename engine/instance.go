@@ -32,15 +32,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	spec := p.Spec
 	env := spec.Env(n.Dataset, in)
 	opts := cloneOptions(n.Stage.Options)
-	err := walkExprs(reflect.ValueOf(opts), func(e *specs.Expr, eval string) error {
-		switch eval {
-		case "", "number":
-			return e.Resolve(env)
-		case "int":
-			return e.ResolveInt(env)
-		}
-		return nil
-	})
+	err := walkExprs(reflect.ValueOf(opts), func(e *specs.Expr) error { return e.ResolveOption(env) })
 	if err != nil {
 		return nil, err
 	}

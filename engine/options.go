@@ -11,9 +11,9 @@ import (
 
 var exprType = reflect.TypeOf(specs.Expr{})
 
-// walkExprs calls fn for every expression field of an options struct,
-// with the field's `eval` tag ("" for instance-level, "record" per record).
-func walkExprs(v reflect.Value, fn func(e *specs.Expr, eval string) error) error {
+// walkExprs calls fn for every expression field of an options struct
+// that the spec sets; each knows its kind (specs.ExprKind).
+func walkExprs(v reflect.Value, fn func(e *specs.Expr) error) error {
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return nil
@@ -35,7 +35,7 @@ func walkExprs(v reflect.Value, fn func(e *specs.Expr, eval string) error) error
 			if e.IsZero() {
 				continue
 			}
-			if err := fn(e, f.Tag.Get("eval")); err != nil {
+			if err := fn(e); err != nil {
 				return err
 			}
 			continue

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/expr-lang/expr"
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -96,19 +95,9 @@ func sortByPosition(errs []error) {
 	sort.SliceStable(errs, func(i, j int) bool { return line(errs[i]) < line(errs[j]) })
 }
 
-// Compile checks every stage against its kind and expands the DAG. All
-// problems are reported together.
-func Compile(spec *specs.Spec) (*Pipeline, error) {
-	p, errs := compile(spec)
-	if err := errs.ErrorOrNil(); err != nil {
-		errs.ErrorFormat = specs.FormatErrors
-		return nil, errs
-	}
-	return p, nil
-}
-
-// compile is Compile that also returns, with its errors, the pipeline of
-// the stages that compiled, for checking them too.
+// compile checks every stage against its kind and expands the DAG,
+// returning, with all its problems together, the pipeline of the stages
+// that compiled, for checking them too.
 func compile(spec *specs.Spec) (*Pipeline, *multierror.Error) {
 	var errs *multierror.Error
 	compiled := map[string]*Stage{}
@@ -180,26 +169,15 @@ func compileStage(spec *specs.Spec, st *specs.Stage) (*Stage, error) {
 	}
 	instEnv := spec.Env(nil, specs.InputInfo{})
 	recEnv := stages.RecordEnv(&conv.Record{}, spec.VarsValue())
-	compile := func(e *specs.Expr, eval string) error {
-		var err error
-		switch eval {
-		case "record":
-			err = e.Compile(recEnv)
-		case "predicate":
-			err = e.Compile(recEnv, expr.AsBool())
-		case "int", "number":
-			err = e.Compile(instEnv, expr.AsFloat64())
-		default:
-			err = e.Compile(instEnv)
-		}
-		if err != nil {
+	compile := func(e *specs.Expr) error {
+		if err := e.CompileOption(instEnv, recEnv); err != nil {
 			errs = appendFlat(errs, spec.WithSnippet(err))
 		}
 		return nil
 	}
 	walkExprs(reflect.ValueOf(opts), compile)
 	if !st.Concurrency.IsZero() {
-		compile(&st.Concurrency, "int")
+		compile(&st.Concurrency)
 	}
 	if errs == nil && kind.Check != nil {
 		if err := kind.Check(spec, st, opts); err != nil {

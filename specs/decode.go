@@ -158,16 +158,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 	if f, ok := t.FieldByName("Pos"); ok && f.Type == posType && len(f.Index) == 1 {
 		v.FieldByIndex(f.Index).Set(reflect.ValueOf(Pos{File: d.errs.file, Line: n.Line, Col: n.Column}))
 	}
-	fields := map[string][]int{}
-	for _, f := range optionFields(t) {
-		if f.Type != posType || f.Name != "Pos" {
-			fields[yamlKey(f)] = f.Index
-		}
-	}
+	s := schemaOf(t)
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
-		idx, ok := fields[key.Value]
+		o, ok := s.byKey[key.Value]
 		if !ok {
 			d.errs.node(key, "unknown key %q%s; valid keys: %s", key.Value, suggest(key.Value, Known(t)), strings.Join(sorted(Known(t)), ", "))
 			continue
@@ -177,7 +172,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 			continue
 		}
 		seen[key.Value] = true
-		d.decode(val, v.FieldByIndex(idx))
+		f := v.FieldByIndex(o.index)
+		d.decode(val, f)
+		if o.eval != nil {
+			f.Addr().Interface().(*Expr).kind = o.eval
+		}
 	}
 }
 

@@ -4,45 +4,22 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"sync"
+
+	"gopkg.in/yaml.v3"
 )
 
-// defaults are the values options take when the spec leaves them out,
-// read from their fields' `default` tags: declared beside the field,
-// listed by `eaglet kinds`, and filled in for whoever runs with them (a
-// stage kind's constructor, an endpoint's client). The engine fingerprints
-// a stage's options as the spec wrote them, so declaring a default never
-// reruns a stage.
-type defaults []fieldDefault
-
-type fieldDefault struct {
-	index []int
-	value reflect.Value
-}
-
-// parseDefaults reads the `default` tags of an options struct. A tag that
-// does not parse as its field's type panics: a declaration is wrong, and
-// every test that registers it says so.
-func parseDefaults(t reflect.Type) defaults {
-	var d defaults
-	for _, f := range optionFields(t) {
-		tag, ok := f.Tag.Lookup("default")
-		if !ok {
-			continue
-		}
-		v, err := parseDefault(f.Type, tag)
-		if err != nil {
-			panic(fmt.Sprintf("specs: %s.%s: default %q: %v", t.Name(), f.Name, tag, err))
-		}
-		d = append(d, fieldDefault{index: f.Index, value: v})
-	}
-	return d
-}
-
-func parseDefault(t reflect.Type, s string) (reflect.Value, error) {
+// parseDefault reads a `default` tag as a value of t (an expression of
+// the given kind). Defaults are the values options take when the spec
+// leaves their keys out: declared beside the field, listed by `eaglet
+// kinds`, and filled in for whoever runs with them (a stage kind's
+// constructor, an endpoint's client). A key the spec writes keeps the
+// value written, zero included, for its kind's checks to judge. The
+// engine fingerprints a stage's options as the spec wrote them, so
+// declaring a default never reruns a stage.
+func parseDefault(t reflect.Type, s string, kind *ExprKind) (reflect.Value, error) {
 	v := reflect.New(t).Elem()
 	if t.Kind() == reflect.Pointer {
-		elem, err := parseDefault(t.Elem(), s)
+		elem, err := parseDefault(t.Elem(), s, kind)
 		if err != nil {
 			return v, err
 		}
@@ -51,7 +28,11 @@ func parseDefault(t reflect.Type, s string) (reflect.Value, error) {
 		return p, nil
 	}
 	if t == exprType {
-		e, err := ConstExpr(s)
+		e := Expr{Src: s, kind: kind}
+		err := e.CompileOption(nil, nil)
+		if err == nil {
+			err = e.ResolveOption(nil)
+		}
 		v.Set(reflect.ValueOf(e))
 		return v, err
 	}
@@ -82,48 +63,50 @@ func parseDefault(t reflect.Type, s string) (reflect.Value, error) {
 	return v, nil
 }
 
-var defaultsCache sync.Map // reflect.Type -> defaults
-
-// CheckDefaults parses the `default` tags of the options struct O now, so
-// a bad tag fails when a kind or API registers rather than when it runs.
-func CheckDefaults[O any]() { defaultsOf(reflect.TypeFor[O]()) }
-
-func defaultsOf(t reflect.Type) defaults {
-	if d, ok := defaultsCache.Load(t); ok {
-		return d.(defaults)
-	}
-	d, _ := defaultsCache.LoadOrStore(t, parseDefaults(t))
-	return d.(defaults)
-}
-
-// WithDefaults returns a copy of opts with every option the spec left out
-// set to the default its field's `default` tag declares, for a check that
-// must judge the value the stage will run with. Stage constructors and
-// endpoint clients get such a copy.
-func WithDefaults[O any](opts *O) *O {
+// WithDefaults returns a copy of opts, decoded from n (the options as the
+// spec wrote them), with every option whose key n leaves out set to the
+// default its field's `default` tag declares, in mappings written within
+// it too. Stage constructors and endpoint clients get such a copy, and a
+// check that must judge the value the stage will run with makes one;
+// opts itself is not changed. A nil n is options built in Go rather than
+// decoded (a library's caller, a test): a field set is as written, a zero
+// field takes its default.
+func WithDefaults[O any](opts *O, n *yaml.Node) *O {
 	cp := *opts
-	v := reflect.ValueOf(&cp).Elem()
-	for _, fd := range defaultsOf(reflect.TypeFor[O]()) {
-		f := v.FieldByIndex(fd.index)
-		switch {
-		case !isZero(f):
-		case fd.value.Kind() == reflect.Pointer:
-			// A pointer of its own, so no two copies share the default.
-			p := reflect.New(fd.value.Type().Elem())
-			p.Elem().Set(fd.value.Elem())
-			f.Set(p)
-		default:
-			f.Set(fd.value)
-		}
-	}
+	fillDefaults(reflect.ValueOf(&cp).Elem(), schemaOf(reflect.TypeFor[O]()), n)
 	return &cp
 }
 
-// isZero reports whether an option was left out: by the type's own IsZero
-// when it has one (an expression), else Go's zero value.
-func isZero(f reflect.Value) bool {
-	if z, ok := f.Interface().(interface{ IsZero() bool }); ok {
-		return z.IsZero()
+// fillDefaults sets the options of v that n leaves out to their defaults.
+// v is a copy: a mapping option written within it is copied before it is
+// filled, and a default pointer is a pointer of its own, so no two copies
+// share what either changes.
+func fillDefaults(v reflect.Value, s *schema, n *yaml.Node) {
+	for _, o := range s.fields {
+		f := v.FieldByIndex(o.index)
+		val, ok := written(n, o.key)
+		if n == nil {
+			ok = !f.IsZero()
+		}
+		switch {
+		case o.nested != nil && ok:
+			if f.Kind() == reflect.Pointer {
+				if f.IsNil() {
+					continue
+				}
+				p := reflect.New(f.Type().Elem())
+				p.Elem().Set(f.Elem())
+				f.Set(p)
+				f = p.Elem()
+			}
+			fillDefaults(f, o.nested, val)
+		case !o.hasDefault || ok:
+		case o.def.Kind() == reflect.Pointer:
+			p := reflect.New(o.def.Type().Elem())
+			p.Elem().Set(o.def.Elem())
+			f.Set(p)
+		default:
+			f.Set(o.def)
+		}
 	}
-	return f.IsZero()
 }

@@ -10,7 +10,8 @@ type OptionDoc struct {
 	// Name is the key under a stage's `with:` or an endpoint's `options:`.
 	Name string
 	// Type is what the value is: string, integer, number, true/false,
-	// expression, record expression, record predicate, list or mapping.
+	// expression, record predicate, list, mapping, or the values of an
+	// enum ("drop or clip").
 	Type string
 	// Default is the value the option takes when left out, from the
 	// field's `default` tag ("" when it has none).
@@ -20,32 +21,33 @@ type OptionDoc struct {
 }
 
 // OptionDocs lists the options of an options struct (or a pointer to one)
-// in the order it declares them, from its yaml, default and doc tags, so
-// the listing cannot drift from what the spec decodes.
+// in the order it declares them, from its yaml, default, eval, enum and
+// doc tags, so the listing cannot drift from what the spec decodes.
 func OptionDocs(opts any) []OptionDoc {
 	t := reflect.TypeOf(opts)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	var out []OptionDoc
-	for _, f := range optionFields(t) {
-		out = append(out, OptionDoc{Name: yamlKey(f), Type: docType(f.Type, f.Tag.Get("eval")), Default: f.Tag.Get("default"), Doc: f.Tag.Get("doc")})
+	for _, o := range schemaOf(t).fields {
+		f := t.FieldByIndex(o.index)
+		out = append(out, OptionDoc{Name: o.key, Type: o.docType(), Default: o.defText, Doc: f.Tag.Get("doc")})
 	}
 	return out
 }
 
-// docType says what a value of t is, in the words of the spec reference.
-func docType(t reflect.Type, eval string) string {
+// docType says what a value of the option is, in the words of the spec
+// reference.
+func (o *optionDecl) docType() string {
+	switch {
+	case o.eval != nil:
+		return o.eval.Doc
+	case o.enum != nil:
+		return o.enum.or()
+	}
+	t := o.typ
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
-	}
-	switch {
-	case t == exprType && eval == "predicate":
-		return "record predicate"
-	case t == exprType && eval == "record":
-		return "record expression"
-	case t == exprType:
-		return "expression"
 	}
 	switch t.Kind() {
 	case reflect.String:

@@ -43,17 +43,50 @@ func (e Enum) Check(st *Stage, label, got string, path ...string) error {
 	if len(path) == 0 {
 		path = []string{label}
 	}
+	if got == "" || e.has(got) {
+		return nil
+	}
+	return e.errorAt(st.OptionPos(path...), "stage "+st.Name, label, got)
+}
+
+func (e Enum) has(got string) bool {
 	for _, v := range e {
-		if got == "" || got == v.Name {
-			return nil
+		if got == v.Name {
+			return true
 		}
 	}
+	return false
+}
+
+// errorAt is the error of a value not among e's, at pos: what owns the
+// option ("stage dedupe") and label names it.
+func (e Enum) errorAt(pos Pos, what, label, got string) *Error {
 	closest := ""
 	if len(e) > 1 { // the only value is named anyway
 		closest = suggest(got, e.Names())
 	}
-	return &Error{Pos: st.OptionPos(path...), Msg: fmt.Sprintf("stage %s: %s is %q%s; %s",
-		st.Name, label, got, closest, e.use())}
+	return &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is %q%s; %s", what, label, got, closest, e.use())}
+}
+
+// parseEnum reads an `enum` tag: values separated by |, each a name
+// optionally followed by what it means in parentheses, as an error names
+// them: `enum:"context (source-written tool calls stay as context)|drop"`.
+func parseEnum(tag string) (Enum, error) {
+	var e Enum
+	for _, part := range strings.Split(tag, "|") {
+		name, doc, _ := strings.Cut(strings.TrimSpace(part), " ")
+		if doc = strings.TrimSpace(doc); doc != "" {
+			if !strings.HasPrefix(doc, "(") || !strings.HasSuffix(doc, ")") {
+				return nil, fmt.Errorf("value %q: write what it means in parentheses after its name", part)
+			}
+			doc = doc[1 : len(doc)-1]
+		}
+		if name == "" || e.has(name) {
+			return nil, fmt.Errorf("value %q is empty or named twice", part)
+		}
+		e = append(e, EnumValue{Name: name, Doc: doc})
+	}
+	return e, nil
 }
 
 // use says which values to use: "the only value is x", "use x or y",
@@ -77,3 +110,13 @@ func (e Enum) use() string {
 
 // String lists the values as the docs show them: "a | b | c".
 func (e Enum) String() string { return strings.Join(e.Names(), " | ") }
+
+// or lists the values as the reference names an option's type: "a", "a
+// or b", "a, b or c".
+func (e Enum) or() string {
+	names := e.Names()
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}

@@ -62,6 +62,14 @@ func (l *errorList) at(line, col int, format string, args ...any) {
 	l.err = multierror.Append(l.err, e)
 }
 
+// add keeps err, with the line it points into when it names none.
+func (l *errorList) add(err error) {
+	if e, ok := err.(*Error); ok && e.Snippet == "" && e.Pos.Line >= 1 && e.Pos.Line <= len(l.lines) {
+		e.Snippet = strings.ReplaceAll(l.lines[e.Pos.Line-1], "\t", " ")
+	}
+	l.err = multierror.Append(l.err, err)
+}
+
 func (l *errorList) node(n *yaml.Node, format string, args ...any) {
 	if n == nil {
 		l.at(0, 0, format, args...)

@@ -22,7 +22,9 @@ type Expr struct {
 	Src    string
 	Pos    Pos
 	quoted bool
-	prog   *vm.Program
+	// kind is the field's kind of expression, bound when decoded.
+	kind *ExprKind
+	prog *vm.Program
 	// val holds the value once Resolve has evaluated an instance-level expression.
 	val      any
 	resolved bool
@@ -188,8 +190,18 @@ func (e *Expr) EvalFloat(env any) (float64, error) {
 }
 
 // Resolve evaluates the expression in env and keeps the value, so an
-// instance's options carry numbers, not formulas.
+// instance's options carry numbers, not formulas. An expression whose kind
+// wants a whole number must give one: 1.5, an infinity (a division by
+// zero) or a string is an error at the expression's position.
 func (e *Expr) Resolve(env any) error {
+	if e.Kind().whole {
+		n, err := e.EvalInt(env)
+		if err != nil {
+			return err
+		}
+		e.val, e.resolved = n, true
+		return nil
+	}
 	v, err := e.Eval(env)
 	if err != nil {
 		return err
@@ -198,17 +210,6 @@ func (e *Expr) Resolve(env any) error {
 		v = int(f)
 	}
 	e.val, e.resolved = v, true
-	return nil
-}
-
-// ResolveInt is Resolve for a whole number: 1.5, an infinity (a division
-// by zero) or a string is an error at the expression's position.
-func (e *Expr) ResolveInt(env any) error {
-	n, err := e.EvalInt(env)
-	if err != nil {
-		return err
-	}
-	e.val, e.resolved = n, true
 	return nil
 }
 

@@ -22,6 +22,15 @@ func (st *Stage) OptionKeyPos(path ...string) Pos {
 	return st.nodePos(k)
 }
 
+// Written reports whether the spec sets the option at path (as in
+// OptionPos) to a value, so that a check can tell a zero written, which
+// the stage runs with, from a key left out, which takes the default. A
+// null is no value.
+func (st *Stage) Written(path ...string) bool {
+	_, v := st.option(path)
+	return v != nil && v.Tag != "!!null"
+}
+
 // KeyPos returns where the stage's own setting key (foreach, needs, ...)
 // has its value, so that a kind's check can point at a setting it rejects.
 // It is the stage's position when the key is not written.

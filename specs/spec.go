@@ -46,17 +46,20 @@ type Spec struct {
 
 // Dataset is one input dataset.
 type Dataset struct {
-	Name    string
-	Source  string            `yaml:"source"`
-	Format  string            `yaml:"format"`
-	OnError string            `yaml:"on_error"`
+	Name   string
+	Source string `yaml:"source"`
+	Format string `yaml:"format" default:"auto"`
+	// OnError is "" (fail) when left out, as the loader's fingerprint has
+	// always held it.
+	OnError string            `yaml:"on_error" enum:"fail|skip"`
 	Mapping map[string]string `yaml:"mapping"`
 	// EstCompletionTokens is the expected answer length, for plan estimates
 	// and budgets before anything has been measured.
-	EstCompletionTokens int     `yaml:"est_completion_tokens"`
-	EstPromptTokens     int     `yaml:"est_prompt_tokens"`
-	Weight              float64 `yaml:"weight"`
-	Pos                 Pos
+	EstCompletionTokens int `yaml:"est_completion_tokens"`
+	EstPromptTokens     int `yaml:"est_prompt_tokens"`
+	// Weight scales the dataset's records in a merge; 0 leaves them out.
+	Weight float64 `yaml:"weight" default:"1"`
+	Pos    Pos
 }
 
 // Endpoint is an inference server (or the built-in simulator).
@@ -100,7 +103,7 @@ type Stage struct {
 	Foreach string   `yaml:"foreach"`
 	// Concurrency is how many records an instance works on at once; it
 	// never changes results, so editing it reruns nothing.
-	Concurrency Expr `yaml:"concurrency"`
+	Concurrency Expr `yaml:"concurrency" eval:"int"`
 	// With holds the stage kind's own options, decoded by the engine.
 	With *yaml.Node `yaml:"with"`
 	Pos  Pos
@@ -198,10 +201,19 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 
 	s.Vars = decodeVars(top.Vars, errs)
 	s.vars = varsValue(s.Vars)
-	s.Datasets = decodeNamed[Dataset](d, top.Datasets, "datasets", func(v *Dataset, name string) { v.Name = name })
-	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string) { v.Name = name })
+	s.Datasets = decodeNamed[Dataset](d, top.Datasets, "datasets", func(v *Dataset, name string, n *yaml.Node) {
+		v.Name = name
+		// The spec's datasets are the values used: defaults fill them in
+		// place, and what no dataset may be written is reported here.
+		ds := reflect.ValueOf(v).Elem()
+		fillDefaults(ds, schemaOf(ds.Type()), n)
+		for _, err := range checkWritten(ds, schemaOf(ds.Type()), n, path, "dataset "+name) {
+			errs.add(err)
+		}
+		checkDataset(v, n, errs)
+	})
+	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string, _ *yaml.Node) { v.Name = name })
 	for _, ds := range s.Datasets {
-		checkDataset(ds, errs)
 		if ds.Source != "" {
 			if _, err := os.Stat(s.Resolve(ds.Source)); err != nil {
 				errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: source %s: %v", ds.Name, ds.Source, errors.Unwrap(err))
@@ -258,7 +270,7 @@ func yamlSyntaxError(path string, src []byte, err error) error {
 }
 
 // decodeNamed decodes a mapping of names to T, keeping the file's order.
-func decodeNamed[T any](d *decoder, n *yaml.Node, what string, setName func(*T, string)) []*T {
+func decodeNamed[T any](d *decoder, n *yaml.Node, what string, named func(v *T, name string, n *yaml.Node)) []*T {
 	if n == nil {
 		return nil
 	}
@@ -274,27 +286,18 @@ func decodeNamed[T any](d *decoder, n *yaml.Node, what string, setName func(*T, 
 		}
 		v := new(T)
 		d.decode(n.Content[i+1], reflect.ValueOf(v).Elem())
-		setName(v, k.Value)
+		named(v, k.Value, n.Content[i+1])
 		out = append(out, v)
 	}
 	return out
 }
 
-func checkDataset(ds *Dataset, errs *errorList) {
-	if ds.Source == "" {
+func checkDataset(ds *Dataset, n *yaml.Node, errs *errorList) {
+	if _, ok := written(n, "source"); !ok {
 		errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: missing `source:` (a file path)", ds.Name)
-	}
-	if ds.OnError != "" && ds.OnError != "fail" && ds.OnError != "skip" {
-		errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: on_error is %q; use fail or skip", ds.Name, ds.OnError)
 	}
 	if ds.EstCompletionTokens < 0 || ds.EstPromptTokens < 0 || ds.Weight < 0 {
 		errs.at(ds.Pos.Line, ds.Pos.Col, "dataset %s: estimates and weight cannot be negative", ds.Name)
-	}
-	if ds.Format == "" {
-		ds.Format = "auto"
-	}
-	if ds.Weight == 0 {
-		ds.Weight = 1
 	}
 }
 
@@ -317,7 +320,11 @@ func checkEndpoint(ep *Endpoint, errs *errorList) {
 			errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: api %s needs `urls:`", ep.Name, ep.API)
 		}
 		if ep.Options != nil {
-			(&decoder{errs: errs}).decode(ep.Options, reflect.ValueOf(api.Options()).Elem())
+			o := reflect.ValueOf(api.Options()).Elem()
+			(&decoder{errs: errs}).decode(ep.Options, o)
+			for _, err := range checkWritten(o, schemaOf(o.Type()), ep.Options, errs.file, "endpoint "+ep.Name) {
+				errs.add(err)
+			}
 		}
 	}
 	for _, u := range ep.URLs {

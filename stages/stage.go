@@ -6,12 +6,16 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
+
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/specs"
 )
 
@@ -20,11 +24,12 @@ type Kind struct {
 	Name    string
 	Summary string
 	// Options returns a pointer to a new options struct that the stage's
-	// `with:` mapping is decoded into. specs.Expr fields are expressions:
-	// tagged `eval:"record"` they are compiled against RecordEnv and
-	// evaluated per record by the stage; otherwise the engine evaluates them
-	// once per instance (vars, dataset, input) before New. Fields tagged
-	// `fp:"-"` do not change results and are left out of the fingerprint.
+	// `with:` mapping is decoded into. specs.Expr fields are expressions
+	// of the kind their `eval` tag names (specs.ExprKind): tagged
+	// `eval:"predicate"` they are compiled against RecordEnv and evaluated
+	// per record by the stage; otherwise the engine evaluates them once per
+	// instance (vars, dataset, input) before New. Fields tagged `fp:"-"` do
+	// not change results and are left out of the fingerprint.
 	Options func() any
 	// Check validates options beyond their types (for example that a named
 	// endpoint exists), once per stage; nil when there is nothing to check.
@@ -42,7 +47,9 @@ type Instance struct {
 	// Dataset is the dataset of a per-dataset instance, else nil.
 	Dataset *specs.Dataset
 	Spec    *specs.Spec
-	// Options is the decoded options struct with instance-level expressions resolved.
+	// Options is the decoded options struct with instance-level
+	// expressions resolved; once New has run, with the defaults of the
+	// keys the spec leaves out filled in, as the stage runs with them.
 	Options any
 	// Siblings are the IDs of every instance of this stage, this one
 	// included, for what a stage shares across its instances (a stage-wide
@@ -507,20 +514,64 @@ func (s *Shared) Get(key string, make func() (any, error)) (any, error) {
 	return v, nil
 }
 
+// Tokenizer returns the model's tokenizer in dir (a resolved path), loaded
+// once per run however many stages read it: half a second for a 150k
+// vocabulary.
+func (s *Shared) Tokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	v, err := s.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+	}
+	return v.(*tokenizer.Tokenizer), nil
+}
+
 // Define makes the Kind of a stage whose `with:` decodes into O, so that
 // its check and constructor take *O and never assert the options' type.
-// The constructor gets a copy of the options with the defaults their
-// `default` tags declare filled in.
-// check may be nil when there is nothing to check beyond the types.
+// Its Check refuses what O's tags refuse (a number below its `min`, a
+// value outside its `enum`, an empty string), then adds what check finds
+// (nil when there is nothing more to check) but what it says of a value
+// already refused. The constructor gets a copy
+// of the options with the defaults their `default` tags declare filled in
+// for the keys the spec leaves out; a key written keeps its value, zero
+// included, so check must judge written zeros (specs.WithDefaults gives it
+// the values the stage will run with).
 func Define[O any](name, summary string, check func(spec *specs.Spec, st *specs.Stage, opts *O) error,
 	build func(inst *Instance, opts *O) (Stage, error)) Kind {
-	specs.CheckDefaults[O]()
-	k := Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
-		New: func(inst *Instance) (Stage, error) { return build(inst, specs.WithDefaults(inst.Options.(*O))) }}
-	if check != nil {
-		k.Check = func(spec *specs.Spec, st *specs.Stage, opts any) error { return check(spec, st, opts.(*O)) }
+	specs.CheckOptions[O]()
+	return Kind{Name: name, Summary: summary, Options: func() any { return new(O) },
+		Check: func(spec *specs.Spec, st *specs.Stage, opts any) error {
+			refused := st.CheckWritten(opts)
+			if check == nil {
+				return refused
+			}
+			return besides(refused, check(spec, st, opts.(*O)))
+		},
+		New: func(inst *Instance) (Stage, error) {
+			opts := specs.WithDefaults(inst.Options.(*O), inst.Stage.With)
+			inst.Options = opts
+			return build(inst, opts)
+		}}
+}
+
+// besides returns the problems of refused with those of more that are
+// not at the position of one of them: a value refused by its tags is
+// reported once ("out is empty"), not again by the kind ("needs out").
+func besides(refused, more error) error {
+	at := map[specs.Pos]bool{}
+	errs := multierror.Append(nil, refused)
+	for _, err := range errs.Errors {
+		var se *specs.Error
+		if errors.As(err, &se) {
+			at[se.Pos] = true
+		}
 	}
-	return k
+	for _, err := range multierror.Append(nil, more).Errors {
+		var se *specs.Error
+		if !errors.As(err, &se) || !at[se.Pos] {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	return errs.ErrorOrNil()
 }
 
 var (

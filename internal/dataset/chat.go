@@ -16,7 +16,7 @@ import (
 // turn. Its errors say what is wrong with the row; the caller names the
 // line.
 func DecodeChat(row []byte) (*conv.Record, error) {
-	m := mapping{fields: map[string]string{}, roles: roleWords, asGiven: true}
+	m := mapping{fields: map[field]string{}, roles: roleWords, asGiven: true}
 	rec, err := convertChat(row, m)
 	if err != nil {
 		return nil, errors.New(err.Reason)

@@ -9,26 +9,71 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
+// field is a canonical field of a row, which a shape reads through its
+// mapping (mapping.get): a value of this type and never a string, so a
+// shape cannot ask for a name the mapping does not know. One that did
+// (reading "context", which no mapping names) found nothing, silently,
+// and the record lost the text.
+type field uint8
+
+// The canonical fields, in the order of fields.
+const (
+	fieldMessages field = iota
+	fieldRole
+	fieldContent
+	fieldReasoning
+	fieldToolCalls
+	fieldTools
+	fieldSystem
+	fieldPrompt
+	fieldInput
+	fieldResponse
+	fieldHistory
+	fieldTurns
+)
+
+// fields names each canonical field, as Options.Mapping does, with the
+// dataset keys eaglet tries when the mapping does not name one.
+var fields = [...]struct {
+	name string
+	keys []string
+}{
+	fieldMessages:  {"messages", []string{"messages", "conversations", "conversation", "history", "dialog"}},
+	fieldRole:      {"role", []string{"role", "from", "speaker"}},
+	fieldContent:   {"content", []string{"content", "value", "text"}},
+	fieldReasoning: {"reasoning", []string{"reasoning_content", "reasoning", "thinking"}},
+	fieldToolCalls: {"tool_calls", []string{"tool_calls"}},
+	fieldTools:     {"tools", []string{"tools", "functions", "function"}},
+	fieldSystem:    {"system", []string{"system", "system_prompt"}},
+	fieldPrompt:    {"prompt", []string{"prompt", "question", "instruction", "query", "data", "text"}},
+	fieldInput:     {"input", []string{"input"}},
+	fieldResponse:  {"response", []string{"response", "output", "completion", "answer", "chosen"}},
+	fieldHistory:   {"history", []string{"history"}},
+	fieldTurns:     {"turns", []string{"turns"}},
+}
+
+func (f field) String() string { return fields[f].name }
+
 // MappingKeys are the canonical names Options.Mapping may map, with the
-// dataset keys eaglet tries when a name is not mapped.
-var MappingKeys = map[string][]string{
-	"messages":   {"messages", "conversations", "conversation", "history", "dialog"},
-	"role":       {"role", "from", "speaker"},
-	"content":    {"content", "value", "text"},
-	"reasoning":  {"reasoning_content", "reasoning", "thinking"},
-	"tool_calls": {"tool_calls"},
-	"tools":      {"tools", "functions", "function"},
-	"system":     {"system", "system_prompt"},
-	"prompt":     {"prompt", "question", "instruction", "query", "data", "text"},
-	"input":      {"input"},
-	"response":   {"response", "output", "completion", "answer", "chosen"},
-	"history":    {"history"},
-	"turns":      {"turns"},
-	// Role words: a comma-separated list of the dataset's words for a role.
-	"role.user":      nil,
-	"role.assistant": nil,
-	"role.system":    nil,
-	"role.tool":      nil,
+// dataset keys eaglet tries when a name is not mapped: the fields, and
+// the role words (a comma-separated list of the dataset's words for a
+// role), which name no keys.
+var MappingKeys = func() map[string][]string {
+	m := map[string][]string{"role.user": nil, "role.assistant": nil, "role.system": nil, "role.tool": nil}
+	for _, f := range fields {
+		m[f.name] = f.keys
+	}
+	return m
+}()
+
+// fieldNamed returns the field a mapping name maps.
+func fieldNamed(name string) (field, bool) {
+	for f := range fields {
+		if fields[f].name == name {
+			return field(f), true
+		}
+	}
+	return 0, false
 }
 
 // roleWords maps every role vocabulary met in the wild onto conv roles.
@@ -46,7 +91,7 @@ var roleWords = map[string]string{
 
 // mapping is Options.Mapping checked and ready to use.
 type mapping struct {
-	fields map[string]string // canonical name -> dataset key
+	fields map[field]string  // the dataset's key for a field
 	roles  map[string]string // dataset role word -> conv role
 	// asGiven keeps messages as the row spells them (DecodeChat): no ids
 	// made up for calls, no reasoning split out of content, no checks that
@@ -55,7 +100,7 @@ type mapping struct {
 }
 
 func newMapping(in map[string]string) (mapping, error) {
-	m := mapping{fields: map[string]string{}, roles: roleWords}
+	m := mapping{fields: map[field]string{}, roles: roleWords}
 	custom := false
 	for k, v := range in {
 		if _, ok := MappingKeys[k]; !ok {
@@ -76,7 +121,8 @@ func newMapping(in map[string]string) (mapping, error) {
 			}
 			continue
 		}
-		m.fields[k] = v
+		f, _ := fieldNamed(k)
+		m.fields[f] = v
 	}
 	return m, nil
 }
@@ -90,14 +136,14 @@ func mappingKeyNames() []string {
 	return names
 }
 
-// key returns the dataset key that holds canonical field name in obj: the
-// mapped key when the mapping names one, else the first default present.
-func (m mapping) key(obj map[string]json.RawMessage, name string) (string, bool) {
-	if k, ok := m.fields[name]; ok {
+// key returns the dataset key that holds field f in obj: the mapped key
+// when the mapping names one, else the first default present.
+func (m mapping) key(obj map[string]json.RawMessage, f field) (string, bool) {
+	if k, ok := m.fields[f]; ok {
 		_, present := obj[k]
 		return k, present
 	}
-	for _, k := range MappingKeys[name] {
+	for _, k := range fields[f].keys {
 		if _, ok := obj[k]; ok {
 			return k, true
 		}
@@ -105,10 +151,9 @@ func (m mapping) key(obj map[string]json.RawMessage, name string) (string, bool)
 	return "", false
 }
 
-// get returns the raw value of canonical field name in obj, nil if absent
-// or JSON null.
-func (m mapping) get(obj map[string]json.RawMessage, name string) json.RawMessage {
-	k, ok := m.key(obj, name)
+// get returns the raw value of field f in obj, nil if absent or JSON null.
+func (m mapping) get(obj map[string]json.RawMessage, f field) json.RawMessage {
+	k, ok := m.key(obj, f)
 	if !ok || string(obj[k]) == "null" {
 		return nil
 	}

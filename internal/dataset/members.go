@@ -157,7 +157,7 @@ func (s *scanner) messages(raw []byte, out []rawMessage) ([]rawMessage, bool) {
 
 // listNames are the names messageList may find a row's messages under
 // when the mapping renames nothing.
-var listNames = append(append([]string(nil), MappingKeys["messages"]...), "prompt")
+var listNames = append(append([]string(nil), fields[fieldMessages].keys...), "prompt")
 
 // decodedList is a row's member that was read as messages on the way.
 type decodedList struct {

@@ -47,7 +47,7 @@ var shapeMessagesArray = &shape{
 
 // roleKeys is the role key the mapping names, else the defaults given.
 func roleKeys(m mapping, defaults ...string) []string {
-	if k, ok := m.fields["role"]; ok {
+	if k, ok := m.fields[fieldRole]; ok {
 		return []string{k}
 	}
 	return defaults
@@ -59,7 +59,7 @@ func messageList(obj object, m mapping) (json.RawMessage, string) {
 	if obj == nil {
 		return nil, ""
 	}
-	if k, ok := m.key(obj, "messages"); ok && isArray(obj[k]) {
+	if k, ok := m.key(obj, fieldMessages); ok && isArray(obj[k]) {
 		return obj[k], k
 	}
 	if p := obj["prompt"]; isArray(p) {
@@ -90,7 +90,7 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 	}
 	list, key := messageList(obj, m)
 	if list == nil {
-		return nil, rowErr("wrong shape", "row has no message list (looked for %v); the file's first row had one", MappingKeys["messages"])
+		return nil, rowErr("wrong shape", "row has no message list (looked for %v); the file's first row had one", fields[fieldMessages].keys)
 	}
 	var msgs []conv.Message
 	if raws, ok := decoded(lists, key); ok {
@@ -106,7 +106,7 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := parseTools(m.get(obj, "tools"))
+	tools, err := parseTools(m.get(obj, fieldTools))
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func convertChat(raw []byte, m mapping) (*conv.Record, *RowError) {
 // withSystem prepends a row-level system prompt unless the messages
 // already open with a system message.
 func withSystem(obj object, m mapping, msgs []conv.Message) ([]conv.Message, *RowError) {
-	sys, ok := str(m.get(obj, "system"))
+	sys, ok := str(m.get(obj, fieldSystem))
 	if !ok {
 		return nil, rowErr("bad system", "system is not a string")
 	}
@@ -183,7 +183,7 @@ type wireMessage struct {
 }
 
 // messageFields are the mapping names that rename a key inside messages.
-var messageFields = []string{"role", "content", "reasoning", "tool_calls"}
+var messageFields = []field{fieldRole, fieldContent, fieldReasoning, fieldToolCalls}
 
 func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 	mapped := false
@@ -207,12 +207,12 @@ func decodeMessages(list json.RawMessage, m mapping) ([]rawMessage, *RowError) {
 	}
 	raws := make([]rawMessage, len(objs))
 	for i, o := range objs {
-		roleKey, _ := m.key(o, "role")
+		roleKey, _ := m.key(o, fieldRole)
 		raws[i] = rawMessage{
 			role:         o[roleKey],
-			content:      m.get(o, "content"),
-			reasoning:    m.get(o, "reasoning"),
-			toolCalls:    m.get(o, "tool_calls"),
+			content:      m.get(o, fieldContent),
+			reasoning:    m.get(o, fieldReasoning),
+			toolCalls:    m.get(o, fieldToolCalls),
 			functionCall: o["function_call"],
 			toolCallID:   o["tool_call_id"],
 			toolCallIDs:  o["tool_call_ids"],
@@ -259,7 +259,7 @@ func convertMessage(o rawMessage, m mapping) (conv.Message, *RowError) {
 	var msg conv.Message
 	word, ok := roleWord(o.role)
 	if !ok || word == "" {
-		return msg, rowErr("unknown role", "no role (looked for %v); name the role key with mapping: {role: KEY}", MappingKeys["role"])
+		return msg, rowErr("unknown role", "no role (looked for %v); name the role key with mapping: {role: KEY}", fields[fieldRole].keys)
 	}
 	msg.Role = m.role(word)
 	if msg.Role == "" {

@@ -71,7 +71,7 @@ var shapeAlpaca = &shape{
 			return nil, err
 		}
 		instr, ok1 := str(obj["instruction"])
-		input, ok2 := str(m.get(obj, "input"))
+		input, ok2 := str(m.get(obj, fieldInput))
 		if !ok1 || !ok2 {
 			return nil, rowErr("wrong shape", "instruction and input must be strings")
 		}
@@ -106,7 +106,7 @@ var shapeQueryResponse = &shape{
 // response into a record.
 func chatWithHistory(obj object, m mapping, prompt string, response json.RawMessage) (*conv.Record, *RowError) {
 	var msgs []conv.Message
-	if h := m.get(obj, "history"); h != nil {
+	if h := m.get(obj, fieldHistory); h != nil {
 		var pairs [][]string
 		if err := json.Unmarshal(h, &pairs); err != nil {
 			return nil, rowErr("bad history", "history is not a list of [question, answer] pairs: %v", err)
@@ -183,10 +183,10 @@ var shapePrompt = &shape{
 	name: "prompt",
 	doc:  "prompt-only or prompt/response rows: {turns: [...]}, {data}, {question}, {prompt}, {text}, with an optional response/output/completion; ChatML-templated prompts are parsed back into messages",
 	match: func(_ []byte, obj object, m mapping) bool {
-		if has(obj, "turns") || m.fields["turns"] != "" && has(obj, m.fields["turns"]) {
+		if has(obj, "turns") || m.fields[fieldTurns] != "" && has(obj, m.fields[fieldTurns]) {
 			return true
 		}
-		p := m.get(obj, "prompt")
+		p := m.get(obj, fieldPrompt)
 		return isString(p) || (isArray(p) && !firstElemHas(p, "role", "from"))
 	},
 	convert: convertPrompt,
@@ -197,18 +197,18 @@ func convertPrompt(raw []byte, m mapping) (*conv.Record, *RowError) {
 	if err != nil {
 		return nil, err
 	}
-	resp, ok := str(m.get(obj, "response"))
+	resp, ok := str(m.get(obj, fieldResponse))
 	if !ok {
 		return nil, rowErr("bad response", "response is not a string")
 	}
-	if t := m.get(obj, "turns"); t != nil {
+	if t := m.get(obj, fieldTurns); t != nil {
 		var turns []string
 		if e := json.Unmarshal(t, &turns); e != nil {
 			return nil, rowErr("wrong shape", "turns is not a list of strings: %v", e)
 		}
 		return promptRecord(nil, turns, resp, obj, m)
 	}
-	p := m.get(obj, "prompt")
+	p := m.get(obj, fieldPrompt)
 	if isArray(p) {
 		// UltraChat: data is the dialogue, user and assistant alternating.
 		var lines []string
@@ -227,7 +227,7 @@ func convertPrompt(raw []byte, m mapping) (*conv.Record, *RowError) {
 	}
 	s, ok := str(p)
 	if !ok || p == nil {
-		return nil, rowErr("wrong shape", "row has no prompt (looked for %v and turns)", MappingKeys["prompt"])
+		return nil, rowErr("wrong shape", "row has no prompt (looked for %v and turns)", fields[fieldPrompt].keys)
 	}
 	if strings.Contains(s, chatmlStart) {
 		msgs, err := parseChatML(s)

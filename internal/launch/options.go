@@ -69,6 +69,8 @@ func (o *Options) Check(st *specs.Stage, path ...string) error {
 		}
 	}
 	switch {
+	case len(o.Argv) == 0 && !st.Written(append(slices.Clone(path), "argv")...):
+		bad(at(), "%s needs `argv:`, the command and its arguments as a list: [torchrun, --nproc_per_node, \"8\", ...]", strings.TrimSuffix(name, "."))
 	case len(o.Argv) == 0:
 		bad(at("argv"), "%sargv is empty; give the command and its arguments as a list: [torchrun, --nproc_per_node, \"8\", ...]", name)
 	case strings.TrimSpace(o.Argv[0]) == "":

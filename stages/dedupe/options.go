@@ -48,24 +48,23 @@ type Decontaminate struct {
 	// benchmark prompt (default 13, as GPT-3 and NeMo-Skills).
 	NGram int `yaml:"ngram"`
 	// Action is drop (the default) or flag (pass on and count).
-	Action string `yaml:"action"`
+	Action string `yaml:"action" enum:"drop|flag"`
 }
-
-// actionValues are the values of the decontaminate action.
-var actionValues = specs.Values("drop", "flag")
 
 func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	var errs *multierror.Error
 	bad := func(pos specs.Pos, format string, args ...any) {
 		errs = multierror.Append(errs, &specs.Error{Pos: pos, Msg: fmt.Sprintf("stage %s: ", st.Name) + fmt.Sprintf(format, args...)})
 	}
-	if t := opts.Threshold; t < 0 || t > 1 {
+	// The values the stage runs with: a zero written is judged as written.
+	run := specs.WithDefaults(opts, st.With)
+	if t := run.Threshold; t <= 0 || t > 1 {
 		bad(st.OptionPos("threshold"), "threshold is %v; use a Jaccard similarity above 0, at most 1 (0.8 is usual)", t)
 	}
-	if opts.Shingle < 0 {
-		bad(st.OptionPos("shingle"), "shingle is %d; use a number of words, 1 or more (5 is usual)", opts.Shingle)
+	if run.Shingle < 1 {
+		bad(st.OptionPos("shingle"), "shingle is %d; use a number of words, 1 or more (5 is usual)", run.Shingle)
 	}
-	if p := opts.NumPerm; p != 0 && (p < 16 || p > 1024) {
+	if p := run.NumPerm; p < 16 || p > 1024 {
 		bad(st.OptionPos("num_perm"), "num_perm is %d; use 16 to 1024 (128 is usual)", p)
 	}
 	var names []string
@@ -90,11 +89,8 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 				bad(itemPos(st, i, "decontaminate", "benchmarks"), "benchmark %s: %v; give a file relative to the spec", b, err)
 			}
 		}
-		if dc.NGram < 0 {
+		if dc.NGram < 0 || dc.NGram == 0 && st.Written("decontaminate", "ngram") {
 			bad(st.OptionPos("decontaminate", "ngram"), "ngram is %d; use a number of words, 1 or more (13 is usual)", dc.NGram)
-		}
-		if err := actionValues.Check(st, "action", dc.Action, "decontaminate", "action"); err != nil {
-			errs = multierror.Append(errs, err)
 		}
 	}
 	return errs.ErrorOrNil()

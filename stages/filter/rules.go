@@ -85,7 +85,7 @@ func (r *Rules) check(st *specs.Stage) error {
 	if r.MaxRepeatNgramRatio < 0 || r.MaxRepeatNgramRatio >= 1 {
 		bad(ruleRepeat, "%s is %g; use a share between 0 and 1 (0.3 drops answers where 30%% of the n-grams repeat)", ruleRepeat, r.MaxRepeatNgramRatio)
 	}
-	if r.RepeatNgram < 0 || r.RepeatNgram > 64 {
+	if r.RepeatNgram < 0 || r.RepeatNgram == 0 && st.Written("rules", "repeat_ngram") || r.RepeatNgram > 64 {
 		bad("repeat_ngram", "repeat_ngram is %d; use a number of words from 1 to 64 (default %d)", r.RepeatNgram, defaultNgram)
 	}
 	if (r.ThinkStart == "") != (r.ThinkEnd == "") {
@@ -121,7 +121,7 @@ func targetMarkers(r *Rules, spec *specs.Spec) []markers {
 		}
 	}
 	if len(out) == 0 {
-		out = []markers{{"<think>", "</think>"}}
+		out = []markers{{conv.ThinkStart, conv.ThinkEnd}}
 	}
 	return out
 }

@@ -39,8 +39,6 @@ const (
 	FormatMessages      = "messages"
 )
 
-var formats = []string{FormatSpeculators, FormatSpecForge, FormatSpecForgeText, FormatMessages}
-
 // Options of handoff.
 type Options struct {
 	// Out is the directory the versions are written under, relative to the spec.
@@ -48,7 +46,7 @@ type Options struct {
 	// Format is speculators (input_ids and loss_mask), specforge
 	// (conversations), specforge-text (the rendered text) or messages
 	// (OpenAI-shaped conversations).
-	Format string `yaml:"format" default:"speculators" doc:"speculators, specforge, specforge-text or messages"`
+	Format string `yaml:"format" default:"speculators" enum:"speculators|specforge|specforge-text|messages" doc:"what a row holds: ids and loss mask, SpecForge's conversations or text, or OpenAI messages"`
 	// Shards splits the rows into this many files balanced by tokens.
 	Shards int `yaml:"shards" default:"1" doc:"files, balanced by tokens"`
 	// ShuffleSeed orders rows before they are dealt to shards.
@@ -57,10 +55,10 @@ type Options struct {
 	// longer are dropped or clipped as OnOverflow says.
 	MaxLength int `yaml:"max_length" doc:"the trainer's window in tokens"`
 	// OnOverflow is drop or clip.
-	OnOverflow string `yaml:"on_overflow" default:"drop" doc:"drop or clip"`
+	OnOverflow string `yaml:"on_overflow" default:"drop" enum:"drop|clip" doc:"what becomes of a row longer than max_length"`
 	// ToolTurns says what becomes of rows whose context holds tool calls
 	// the source wrote: context (kept unsupervised) or drop.
-	ToolTurns string `yaml:"tool_turns" default:"context" doc:"context: tool calls the source wrote stay unsupervised context; drop: rows with such context are dropped"`
+	ToolTurns string `yaml:"tool_turns" default:"context" enum:"context (source-written tool calls stay as unsupervised context)|drop" doc:"context: tool calls the source wrote stay unsupervised context; drop: rows with such context are dropped"`
 	// Tokenizer is the target's model directory; it defaults to the
 	// tokenize stage's the handoff reads from. Chat template, its kwargs
 	// and date default to that stage's too.
@@ -77,13 +75,6 @@ type Options struct {
 	// not make (it never deletes anything there).
 	Overwrite bool `yaml:"overwrite" fp:"-" doc:"replace an out eaglet did not write"`
 }
-
-// The values of Options' enum options, declared once for their check and
-// their listing.
-var (
-	onOverflowValues = specs.Values("drop", "clip")
-	toolTurnsValues  = specs.Enum{{Name: "context", Doc: "source-written tool calls stay as unsupervised context"}, {Name: "drop"}}
-)
 
 // HiddenStates describes the target's captured hidden states, for plan's
 // disk and time estimate; unset fields come from the model's config.json
@@ -143,24 +134,25 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		bad(st.KeyPos("foreach"), "remove `foreach:`; handoff writes one versioned directory from every dataset it needs, which per-dataset instances would each replace")
 	}
 	if opts.Out == "" {
-		bad(st.Pos, "handoff needs `out:` (the directory its versions are written under)")
+		bad(st.OptionPos("out"), "handoff needs `out:` (the directory its versions are written under)")
 	}
-	enum := func(e specs.Enum, label, got string) {
-		if err := e.Check(st, label, got); err != nil {
-			errs = multierror.Append(errs, err)
-		}
-	}
-	enum(specs.Values(formats...), "format", opts.Format)
-	if opts.Shards < 0 {
-		bad(st.OptionPos("shards"), "shards is %d; use 1 or more", opts.Shards)
+	if n := specs.WithDefaults(opts, st.With).Shards; n < 1 {
+		bad(st.OptionPos("shards"), "shards is %d; use 1 or more", n)
 	}
 	if opts.MaxLength < 0 {
 		bad(st.OptionPos("max_length"), "max_length is %d; use 0 (no limit) or more", opts.MaxLength)
 	}
-	enum(onOverflowValues, "on_overflow", opts.OnOverflow)
-	enum(toolTurnsValues, "tool_turns", opts.ToolTurns)
-	if h := opts.HiddenStates; h != nil && (h.HiddenSize < 0 || h.Layers < 0 || h.Bytes < 0 || h.TokensPerSecond < 0) {
-		bad(st.OptionPos("hidden_states"), "hidden_states sizes must be positive")
+	if h := opts.HiddenStates; h != nil {
+		// A size written is the size used: one of 0 would not fall back
+		// to config.json or the usual layers and bytes.
+		for _, size := range []struct {
+			key string
+			v   float64
+		}{{"hidden_size", float64(h.HiddenSize)}, {"layers", float64(h.Layers)}, {"bytes", float64(h.Bytes)}, {"tokens_per_second", h.TokensPerSecond}} {
+			if size.v < 0 || size.v == 0 && st.Written("hidden_states", size.key) {
+				bad(st.OptionPos("hidden_states", size.key), "hidden_states %s is %v; sizes must be positive (leave the key out for the usual one)", size.key, size.v)
+			}
+		}
 	}
 	if opts.Run != nil {
 		if err := opts.Run.Check(st, "run"); err != nil {
@@ -171,7 +163,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	// The format is fingerprinted as it runs, defaulted: it decides every
 	// file written, and stores made before defaults were declared by tag
 	// hold it so.
-	opts.Format = specs.WithDefaults(opts).Format
+	opts.Format = specs.WithDefaults(opts, st.With).Format
 	format := opts.Format
 	needsIDs := format == FormatSpeculators || format == FormatSpecForgeText
 	if needsIDs && opts.Tokenizer == "" {
@@ -241,9 +233,9 @@ func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		h.paths = append(h.paths, tpl)
 	}
 	h.load = func() error {
-		v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+		tok, err := inst.Shared.Tokenizer(dir)
 		if err != nil {
-			return fmt.Errorf("tokenizer %s: %w", dir, err)
+			return err
 		}
 		src := ""
 		if tpl != "" {
@@ -253,7 +245,7 @@ func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
 			}
 			src = string(b)
 		}
-		if h.tmpl, err = chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
+		if h.tmpl, err = chat.Pinned(tok, src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
 			return &specs.Error{Pos: inst.Stage.Pos, Msg: fmt.Sprintf("stage %s: tokenizer %s: %v", inst.Stage.Name, dir, err)}
 		}
 		return nil

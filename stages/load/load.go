@@ -38,7 +38,8 @@ func check(spec *specs.Spec, st *specs.Stage, _ *Options) error {
 		names = append(names, f[0])
 	}
 	for _, ds := range spec.Datasets {
-		if ds.Format == "auto" || slices.Contains(names, ds.Format) {
+		// An empty format is refused where it is written, with the spec.
+		if ds.Format == "" || ds.Format == "auto" || slices.Contains(names, ds.Format) {
 			continue
 		}
 		return &specs.Error{Pos: ds.Pos, Msg: fmt.Sprintf("dataset %s: unknown format %q; use auto or one of %s", ds.Name, ds.Format, strings.Join(names, ", "))}

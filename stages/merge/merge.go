@@ -35,13 +35,13 @@ type Options struct {
 	// "specforge" (id, conversations, tools, as SpecForge's data
 	// preparation reads them) or "record" (the whole canonical record with
 	// generation details).
-	Format string `yaml:"format" default:"messages" doc:"messages: {id, dataset, source_id, messages, tools} in OpenAI's field names, so a stock chat template renders it; specforge: {id, conversations, tools}, as SpecForge's data preparation reads; or record, the whole canonical record"`
+	Format string `yaml:"format" default:"messages" enum:"messages|specforge|record" doc:"messages: {id, dataset, source_id, messages, tools} in OpenAI's field names, so a stock chat template renders it; specforge: {id, conversations, tools}, as SpecForge's data preparation reads; or record, the whole canonical record"`
 	// Weights scale datasets by name: 0.5 keeps a seeded half, 2 repeats
 	// every record twice. Unlisted datasets use their own `weight` (1).
 	Weights map[string]float64 `yaml:"weights" doc:"per dataset; an entry overrides that dataset's weight"`
 	// WeightsBy is "records" (a weight scales a dataset's records) or
 	// "tokens" (weights are shares of the training tokens).
-	WeightsBy string `yaml:"weights_by" default:"records" doc:"records or tokens: weights are shares of the training tokens, below"`
+	WeightsBy string `yaml:"weights_by" default:"records" enum:"records (a weight scales a dataset's records)|tokens (weights are shares of the training tokens)" doc:"tokens: weights are shares of the training tokens, below"`
 	// TotalTokens is, by tokens, the training tokens to write; by default
 	// the most the mixture reaches without repeating a record.
 	TotalTokens specs.Expr `yaml:"total_tokens" eval:"number" doc:"with weights_by: tokens"`
@@ -51,14 +51,6 @@ type Options struct {
 	// kept as out.prev); without it such a file is a validation error.
 	Overwrite bool `yaml:"overwrite" fp:"-" doc:"replace an out eaglet did not write"`
 }
-
-// The values of Options' enum options, declared once for their check and
-// their listing.
-var (
-	formatValues    = specs.Values("messages", "specforge", "record")
-	weightsByValues = specs.Enum{{Name: "records", Doc: "a weight scales a dataset's records"},
-		{Name: "tokens", Doc: "weights are shares of the training tokens"}}
-)
 
 var (
 	_ stages.FileWriter      = (*Options)(nil)
@@ -85,18 +77,15 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		return &specs.Error{Pos: st.KeyPos("foreach"), Msg: fmt.Sprintf("stage %s: remove `foreach:`; merge takes every dataset from its needs and writes one file, which per-dataset instances would each overwrite", st.Name)}
 	}
 	if opts.Out == "" {
-		return &specs.Error{Pos: st.Pos, Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
-	}
-	if err := formatValues.Check(st, "format", opts.Format); err != nil {
-		return err
-	}
-	if err := weightsByValues.Check(st, "weights_by", opts.WeightsBy); err != nil {
-		return err
+		return &specs.Error{Pos: st.OptionPos("out"), Msg: fmt.Sprintf("stage %s: merge needs `out:` (the JSONL file to write)", st.Name)}
 	}
 	if !opts.TotalTokens.IsZero() && opts.WeightsBy != "tokens" {
 		return &specs.Error{Pos: st.OptionPos("total_tokens"), Msg: fmt.Sprintf("stage %s: total_tokens needs `weights_by: tokens`", st.Name)}
 	}
 	if e := opts.Eval; e != nil {
+		if !st.Written("eval", "fraction") {
+			return &specs.Error{Pos: st.OptionPos("eval"), Msg: fmt.Sprintf("stage %s: eval needs `fraction:` (the share of the records held out, 0.02 for 2%%)", st.Name)}
+		}
 		if e.Fraction <= 0 || e.Fraction >= 1 {
 			return &specs.Error{Pos: st.OptionPos("eval", "fraction"), Msg: fmt.Sprintf("stage %s: eval fraction is %g; use a share between 0 and 1 (0.02 holds out 2%% of the records)", st.Name, e.Fraction)}
 		}
@@ -302,7 +291,7 @@ func (m *Merge) write(ctx context.Context, out stages.Input, path string, eval b
 			case "record":
 				return enc.Encode(rec)
 			case "specforge":
-				return enc.Encode(toSpecForge(rec))
+				return enc.Encode(conv.NewSpecForgeRow(rec.Key, rec.Conversation(), rec.Tools))
 			}
 			return enc.Encode(toLine(rec))
 		})

@@ -278,14 +278,9 @@ func TestServer_Metrics(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body := metricsText(t, url)
 	got := map[string]float64{}
-	for line := range strings.SplitSeq(string(body), "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/backendtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 	"github.com/eaglet-dev/eaglet/stages/generate/internal/pipenet"
 )
@@ -81,7 +82,7 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 							if i%2 == 0 {
 								req.Tools = tools
 							}
-							g, err := simtest.Retry(c, req)
+							g, err := backendtest.Retry(c, req)
 							if err != nil {
 								t.Fatalf("conversation %d: %v", i, err)
 							}
@@ -117,7 +118,7 @@ func TestClient_Completions_TokenIDs(t *testing.T) {
 			c := clientVia(t, "http://sim", hc, Config{Completions: true, Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
 			for i := range 30 {
 				ids := []int{7, 8, i}
-				g, err := simtest.Retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
+				g, err := backendtest.Retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
 				if err != nil {
 					t.Fatal(err)
 				}

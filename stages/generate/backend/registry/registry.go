@@ -24,7 +24,8 @@ type API[O any] struct {
 	NeedsURLs bool
 	// New builds the endpoint's client from its server (URLs, key,
 	// headers, model and the pool it shares) and decoded options, with the
-	// defaults O's `default` tags declare filled in.
+	// defaults O's `default` tags declare filled in for the keys the
+	// endpoint's `options:` leave out.
 	New func(srv pool.Server, o *O) (*Client, error)
 }
 
@@ -67,7 +68,7 @@ func Register[O any](a API[O]) {
 	if a.Name == "" || a.New == nil {
 		panic("registry: Register needs Name and New")
 	}
-	specs.CheckDefaults[O]()
+	specs.CheckOptions[O]()
 	specs.RegisterAPI(specs.API{Name: a.Name, Summary: a.Summary, NeedsURLs: a.NeedsURLs, Options: func() any { return new(O) }})
 	mu.Lock()
 	defer mu.Unlock()
@@ -76,7 +77,7 @@ func Register[O any](a API[O]) {
 		if err := spec.Decode(ep.Options, o); err != nil {
 			return nil, err
 		}
-		c, err := a.New(srv, specs.WithDefaults(o))
+		c, err := a.New(srv, specs.WithDefaults(o, ep.Options))
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
