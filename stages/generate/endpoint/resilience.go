@@ -54,6 +54,7 @@ func retryKind(err error) string {
 
 // Client is one generate instance's use of an endpoint.
 type Client struct {
+	// Endpoint is where the requests go.
 	Endpoint *Endpoint
 	// Instance names the instance's queue for the endpoint's slots, and
 	// Share weighs it against the other instances' queues.
