@@ -16,15 +16,6 @@ type EnumValue struct {
 	Name, Doc string
 }
 
-// Values makes an Enum of names that need no explanation.
-func Values(names ...string) Enum {
-	e := make(Enum, len(names))
-	for i, n := range names {
-		e[i] = EnumValue{Name: n}
-	}
-	return e
-}
-
 // Names lists the values in their declared order.
 func (e Enum) Names() []string {
 	out := make([]string, len(e))
@@ -32,21 +23,6 @@ func (e Enum) Names() []string {
 		out[i] = v.Name
 	}
 	return out
-}
-
-// Check returns nil when got is one of e or empty (the option is not set
-// and its default applies); otherwise an *Error at the option's value in
-// st naming the closest value and every value. The message calls the
-// option label; it is found at path (as in Stage.OptionPos), or at label
-// itself when no path is given.
-func (e Enum) Check(st *Stage, label, got string, path ...string) error {
-	if len(path) == 0 {
-		path = []string{label}
-	}
-	if got == "" || e.has(got) {
-		return nil
-	}
-	return e.errorAt(st.OptionPos(path...), "stage "+st.Name, label, got)
 }
 
 func (e Enum) has(got string) bool {

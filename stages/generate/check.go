@@ -9,7 +9,6 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/stages/generate/budget"
 	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
 )
 
@@ -43,12 +42,6 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if opts.Retries != nil && *opts.Retries < 0 {
 		bad(st.OptionPos("retries"), "retries is %d; use 0 or more", *opts.Retries)
 	}
-	enum := func(e specs.Enum, label, got string, path ...string) {
-		if err := e.Check(st, label, got, path...); err != nil {
-			errs = multierror.Append(errs, err)
-		}
-	}
-	enum(orderValues, "order", opts.Order)
 	// Servers reject these anyway, but only once the run is under way,
 	// and a temperature of 7 would be answered with noise where they do not.
 	if t := opts.Temperature; t != nil && (*t < 0 || *t > 2) {
@@ -60,8 +53,6 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if k := opts.TopK; k != nil && *k < 1 && *k != -1 {
 		bad(st.OptionPos("top_k"), "top_k is %d; use 1 or more, or -1 for no limit", *k)
 	}
-	enum(turnsValues, "turns", opts.Turns)
-	enum(toolTurnsValues, "tool_turns", opts.ToolTurns)
 	if opts.ToolTurns == "regenerate" && opts.Turns != "all" {
 		bad(st.OptionPos("tool_turns"), "tool_turns: regenerate answers the source's tool-call turns among every assistant turn; it needs turns: all")
 	}
@@ -69,7 +60,6 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		if b.Tolerance != nil && (*b.Tolerance < 0 || *b.Tolerance > 1) {
 			bad(st.OptionPos("budget", "tolerance"), "budget tolerance is %v; use a fraction of the limit from 0 to 1 (0.01 accepts 1%% over)", *b.Tolerance)
 		}
-		enum(budget.Scopes, "budget scope", b.Scope, "budget", "scope")
 		if b.CompletionTokens.IsZero() && b.TotalTokens.IsZero() && b.Samples.IsZero() && b.Dollars.IsZero() {
 			bad(st.OptionPos("budget"), "budget needs at least one of completion_tokens, total_tokens, samples, dollars")
 		}

@@ -29,17 +29,17 @@ type Options struct {
 	// Turns is "last" (regenerate the final assistant turn) or "all"
 	// (regenerate every assistant turn in order, each conditioned on the
 	// target's own earlier answers).
-	Turns string `yaml:"turns" default:"last" doc:"last or all, below"`
+	Turns string `yaml:"turns" default:"last" enum:"last|all" doc:"last or all, below"`
 	// ToolTurns is "keep" (assistant turns with tool calls stay as the
 	// source wrote them, with their recorded results) or
 	// "regenerate" (with turns: all, the target answers them too: when it
 	// calls the same functions the recorded results follow its calls,
 	// otherwise its answer ends the conversation).
-	ToolTurns string `yaml:"tool_turns" default:"keep" doc:"keep or regenerate, below"`
+	ToolTurns string `yaml:"tool_turns" default:"keep" enum:"keep|regenerate" doc:"keep or regenerate, below"`
 	// Order is "" (the store's order) or "longest_first": records whose
 	// source answer is longest go first, so the run does not end waiting on
 	// a few long answers started last.
-	Order string `yaml:"order" fp:"-" doc:"longest_first: records with the longest source answers first, so the run does not end on a few long answers"`
+	Order string `yaml:"order" fp:"-" enum:"longest_first" doc:"longest_first: records with the longest source answers first, so the run does not end on a few long answers"`
 	// Share weighs this instance's part of the endpoint's capacity against
 	// other instances using it.
 	Share specs.Expr `yaml:"share" fp:"-" eval:"number" default:"1" doc:"weight on the endpoint"`
@@ -58,14 +58,6 @@ type Options struct {
 	// which is the default).
 	Date string `yaml:"date" doc:"for those renders; default: the tokenize stage's"`
 }
-
-// The values of Options' enum options, declared once for their check and
-// their listing.
-var (
-	turnsValues     = specs.Values("last", "all")
-	toolTurnsValues = specs.Values("keep", "regenerate")
-	orderValues     = specs.Values("longest_first")
-)
 
 // EndpointName is the endpoint the stage sends to (validation fills in the
 // only one when the spec names none).

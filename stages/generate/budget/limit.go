@@ -19,11 +19,8 @@ type Options struct {
 	Tolerance *float64 `yaml:"tolerance"`
 	// Scope is "dataset" (each instance has the whole budget; the default)
 	// or "stage" (one budget shared by all the stage's instances).
-	Scope string `yaml:"scope"`
+	Scope string `yaml:"scope" enum:"dataset|stage"`
 }
-
-// Scopes are the values of Options.Scope.
-var Scopes = specs.Values("dataset", "stage")
 
 // Limit is one budget limit. A request's cost is fixed + perToken × its
 // completion tokens, which covers tokens, samples and dollars alike.
