@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
@@ -251,7 +252,7 @@ func (b *Budget) String() string {
 			parts[i] = fmt.Sprintf("$%.2f/$%.2f", l.spent, l.max)
 			continue
 		}
-		parts[i] = fmt.Sprintf("%s/%s %s", short(l.spent), short(l.max), l.name)
+		parts[i] = fmt.Sprintf("%s/%s %s", human.Count(l.spent), human.Count(l.max), l.name)
 	}
 	return "budget " + strings.Join(parts, ", ")
 }
@@ -274,16 +275,6 @@ func (b *Budget) RecordsLeft() int {
 		}
 	}
 	return left
-}
-
-func short(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e4:
-		return fmt.Sprintf("%.0fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
 }
 
 // SentNow records that the current answer's request left for the server,
