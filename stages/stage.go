@@ -260,7 +260,7 @@ func (s Status) String() string {
 type Outcome struct {
 	Status Status
 	// Reason says why a record was dropped or skipped, in a few words
-	// ("keep: finish_reason == 'stop'", "budget").
+	// ("keep: finish_reason == 'stop'", ReasonBudget).
 	Reason string
 	// Record is the output; nil passes the input on unchanged.
 	Record *conv.Record
@@ -337,6 +337,10 @@ type Report struct {
 	Flagged  map[string]int
 	Examples []Example
 }
+
+// ReasonBudget is the Reason of a record skipped because a budget ran out:
+// the summary tells the user to raise it.
+const ReasonBudget = "budget"
 
 // Example is a dropped or flagged record beside what it matched.
 type Example struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -183,7 +184,7 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 		if r.Failed > 0 {
 			todo = append(todo, fmt.Sprintf("%s: %s failed; `eaglet run %s` retries them", r.Instance, engine.Plural(r.Failed, "record"), spec))
 		}
-		if n := r.Reasons["skipped: budget"]; n > 0 {
+		if n := r.Reasons[stages.Skipped.String()+": "+stages.ReasonBudget]; n > 0 {
 			todo = append(todo, fmt.Sprintf("%s: %s skipped for the budget; raise it and run again", r.Instance, engine.Plural(n, "record")))
 		}
 	}

@@ -211,7 +211,7 @@ func (g *Generate) Reuse(ctx context.Context, out *conv.Record, wait bool) (stag
 		case err != nil:
 			return stages.Outcome{}, err
 		case !ok:
-			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
+			return stages.Outcome{Status: stages.Skipped, Reason: stages.ReasonBudget}, nil
 		}
 	}
 	if g.quota != nil {
@@ -258,7 +258,7 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 			g.quota.finish(false, false)
 		}
 		if errors.Is(err, budget.ErrExhausted) {
-			return stages.Outcome{Status: stages.Skipped, Reason: "budget"}, nil
+			return stages.Outcome{Status: stages.Skipped, Reason: stages.ReasonBudget}, nil
 		}
 		if err != nil {
 			return stages.Outcome{}, err
