@@ -30,52 +30,69 @@ func TestBudget_MultiTurn(t *testing.T) {
 		{"mostly one-question", 400, 120, 2048, 50_000, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				dir := t.TempDir()
-				var b bytes.Buffer
-				for i := range tc.mt {
-					fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"First question %d."},{"role":"user","content":"Follow-up %d: go deeper."}]}`+"\n", i, i)
+			// One run's overshoot depends on which of the answers ending at
+			// one instant the workers see first, which is the scheduler's
+			// to decide: priced right, -4.4% to +4.3% on most orderings,
+			// and on rare ones +12.9% (seed 2, 1 of 480 runs: the stage
+			// scope's overshoot the budget review measured). What the
+			// user is promised is the spread over seeds, so the test
+			// asserts that: the mean of six seeds under +1%, and no run
+			// past +15%. Priced as one answer, the stage spent a mean of
+			// +5.2% over the same seeds, +12.3% at worst.
+			var sum float64
+			const seeds = 6
+			for seed := 1; seed <= seeds; seed++ {
+				over := multiTurnOvershoot(t, tc.one, tc.mt, tc.maxTokens, tc.budget, tc.concurrency, seed)
+				if over > 0.15 || over < -0.10 {
+					t.Errorf("seed %d: spent %+.1f%% of the budget; want -10%% to +15%%", seed, 100*over)
 				}
-				if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				writePrompts(t, filepath.Join(dir, "one.jsonl"), tc.one)
-				// In virtual time (the bubble's clock) the simulator's 250
-				// tokens/s a sequence take no wall time, and the clock
-				// stands still while the client works: it always sees
-				// answers grow before they finish, which in real time a
-				// client starved of CPU (the full suite at load average 8)
-				// did not, and spent 2.8% over once.
-				p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
+				sum += over
+			}
+			if mean := sum / seeds; mean > 0.01 {
+				t.Errorf("spent %+.2f%% over the budget on average over %d seeds; want at most +1%%", 100*mean, seeds)
+			}
+		})
+	}
+}
+
+// multiTurnOvershoot runs the MT-Bench stage budget once, in virtual time,
+// and returns the share of the budget spent beyond it.
+func multiTurnOvershoot(t *testing.T, one, mt, maxTokens, budget, concurrency, seed int) (over float64) {
+	t.Helper()
+	t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			dir := t.TempDir()
+			var b bytes.Buffer
+			for i := range mt {
+				fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"First question %d."},{"role":"user","content":"Follow-up %d: go deeper."}]}`+"\n", i, i)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "mt.jsonl"), b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			writePrompts(t, filepath.Join(dir, "one.jsonl"), one)
+			// In virtual time (the bubble's clock) the simulator's 250
+			// tokens/s a sequence take no wall time, and the clock
+			// stands still while the client works: it always sees
+			// answers grow before they finish, which in real time a
+			// client starved of CPU (the full suite at load average 8)
+			// did not, and spent 2.8% over once.
+			p, store := enginetest.Open(t, dir, fmt.Sprintf(`version: 1
 name: mt
 state: state.db
 datasets:
   one: {source: one.jsonl, est_completion_tokens: 300}
   mt: {source: mt.jsonl, est_completion_tokens: 300}
 endpoints:
-  sim: {api: sim, concurrency: %d, options: {seed: 9, mean_tokens: 300, speed: 250}}
+  sim: {api: sim, concurrency: %d, options: {seed: %d, mean_tokens: 300, speed: 250}}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: %d, budget: {completion_tokens: %d, scope: stage}}}
-`, tc.concurrency, tc.maxTokens, tc.budget))
-				enginetest.Run(t, p, store, nil)
-				_, c := spent(t, store, "generate[mt]", "generate[one]")
-				over := float64(c-int64(tc.budget)) / float64(tc.budget)
-				t.Logf("spent %d completion tokens (%+.2f%%)", c, 100*over)
-				// The statistics (under 1% over 120 seeds) are
-				// TestBudget_OvershootDistribution's, single-threaded. This
-				// run, through the whole stage, checks that the stage prices
-				// a record by its questions: priced as one answer, it spent
-				// +2.3% to +8.2% here (10 of 12 runs in real time past 2%);
-				// priced right, -3.9% to +0.9% over 75 runs in real time,
-				// and -4.1% to +3.2% over 400 in virtual time, 3 past 2%:
-				// which of the answers ending at one instant the workers
-				// see first is the scheduler's, and decides which records
-				// fit.
-				if over > 0.02 || over < -0.10 {
-					t.Errorf("spent %d completion tokens on a %d budget (%+.1f%%); want -10%% to +2%%", c, tc.budget, 100*over)
-				}
-			})
+`, concurrency, seed, maxTokens, budget))
+			enginetest.Run(t, p, store, nil)
+			_, c := spent(t, store, "generate[mt]", "generate[one]")
+			over = float64(c-int64(budget)) / float64(budget)
+			t.Logf("spent %d completion tokens (%+.2f%%)", c, 100*over)
 		})
-	}
+	})
+	return over
 }
