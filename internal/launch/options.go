@@ -3,6 +3,7 @@ package launch
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ func (o *Options) Check(st *specs.Stage, path ...string) error {
 		perShard = perShard || mentionsShard(a)
 	}
 	for _, k := range sortedKeys(o.Env) {
-		if _, n := nameAt(k); n == 0 || n != len(k) || k[0] >= '0' && k[0] <= '9' {
+		if !envName.MatchString(k) {
 			bad(keyAt("env", k), "%senv: %q is not a variable name (letters, digits and _, not starting with a digit)", name, k)
 		}
 		check(at("env", k), "env "+k, o.Env[k])
@@ -154,3 +155,6 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// envName is an environment variable's name as a shell takes it.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-multierror"
@@ -14,39 +13,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func TestExpand(t *testing.T) {
-	vals := map[string]string{"shard": "/d/shard-3.jsonl", "index": "3", "count": "8", "out": "/o", "manifest": "/o/manifest.json", "version": "ab12"}
-	tests := []struct {
-		name, in, want, err string
-	}{
-		{"whole item", "{shard}", "/d/shard-3.jsonl", ""},
-		{"inside an item", "--rank={index}/{count}", "--rank=3/8", ""},
-		{"several", "{out}/hs/{version}/{index}", "/o/hs/ab12/3", ""},
-		{"none", "--nproc_per_node", "--nproc_per_node", ""},
-		{"JSON passes through", `{"pip": ["torch"], "env_vars": {"A": "{index}"}}`, `{"pip": ["torch"], "env_vars": {"A": "3"}}`, ""},
-		{"Go template passes through", "--template={{.status.succeeded}}", "--template={{.status.succeeded}}", ""},
-		{"jsonpath passes through", "-o=jsonpath={.items[0].metadata.name}", "-o=jsonpath={.items[0].metadata.name}", ""},
-		{"doubled braces are a literal placeholder", "{{index}}-{index}", "{index}-3", ""},
-		{"a brace with a space", "{ index }", "{ index }", ""},
-		{"an unclosed brace", "{index", "{index", ""},
-		{"empty", "", "", ""},
-		{"unknown", "--rank={rank}", "", `unknown placeholder {rank}; placeholders: {shard} {index} {count} {out} {manifest} {version} (write {{rank}} for a literal {rank})`},
-		{"misspelt", "{shrad}", "", `unknown placeholder {shrad} (did you mean "shard"?)`},
-		{"case matters", "{Index}", "", `unknown placeholder {Index} (did you mean "index"?)`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := expand(tt.in, vals)
-			switch {
-			case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
-				t.Errorf("expand(%q) error %v; want %q", tt.in, err, tt.err)
-			case tt.err == "" && (err != nil || got != tt.want):
-				t.Errorf("expand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-			}
-		})
-	}
-}
 
 // checkSpec decodes and checks the run options of every stage of a spec.
 func checkSpec(t *testing.T, name string, src []byte) []error {

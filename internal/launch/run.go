@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/proc"
 	"github.com/hashicorp/go-multierror"
 )
 
@@ -124,7 +125,7 @@ func (j *Job) launch(ctx context.Context, cp Checkpoints, sh Shard, why string) 
 	cmd.Dir = j.Dir
 	cmd.Env = append(append(os.Environ(), env...), tagEnv+"="+rec.Tag)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = proc.SysProcAttr(false)
 	start := time.Now()
 	j.log("shard %d (%d tokens): launched (%s), log %s", sh.Index, sh.Tokens, why, logPath)
 	if err := cmd.Start(); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/internal/proc"
 )
 
 // process is a server started on this machine: the leader of a process
@@ -29,7 +31,7 @@ func startProcess(argv []string, dir string, env []string, log *os.File, keep bo
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = sysProcAttr(keep)
+	cmd.SysProcAttr = proc.SysProcAttr(keep)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err)
 	}

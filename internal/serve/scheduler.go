@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/eaglet-dev/eaglet/internal/proc"
 )
 
 // stopSlack is what a stop command gets beyond the grace period: `kubectl
@@ -30,7 +32,7 @@ func runCommand(ctx context.Context, argv []string, dir string, env []string, lo
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = sysProcAttr(false)
+	cmd.SysProcAttr = proc.SysProcAttr(false)
 	runErr := cmd.Run()
 	out := make([]byte, 64<<10)
 	n, _ := log.ReadAt(out, from)

@@ -3,41 +3,17 @@ package serve
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strings"
 
-	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/internal/proc"
 )
 
-// placeholder matches, leftmost first: "${", which is the environment's
-// (the spec layer expands ${VAR} before a launch sees it, and a literal
-// one left over is the command's own business); a {{name}}, a literal
-// {name}; and a {name}. A brace around anything else, as in JSON or a
-// jsonpath ({.status.podIP}), is no placeholder and passes as written.
-var placeholder = regexp.MustCompile(`\$\{|\{\{[A-Za-z_]\w*\}\}|\{[A-Za-z_]\w*\}`)
-
-// expand replaces each {name} in s by vals[name], and fails on a name
-// vals does not hold.
+// expand replaces each {name} in s by vals[name] (proc.Expand), and
+// fails on a name vals does not hold.
 func expand(s string, vals map[string]string) (string, error) {
-	var unknown string
-	out := placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		switch {
-		case m == "${":
-			return m
-		case strings.HasPrefix(m, "{{"):
-			return m[1 : len(m)-1]
-		}
-		v, ok := vals[m[1:len(m)-1]]
-		if !ok && unknown == "" {
-			unknown = m[1 : len(m)-1]
-		}
-		return v
-	})
-	if unknown != "" {
-		names := slices.Sorted(maps.Keys(vals))
-		return "", fmt.Errorf("unknown placeholder {%s}%s in %q; here: {%s} (write {{%s}} for a literal {%s})",
-			unknown, specs.Suggest(unknown, names), s, strings.Join(names, "} {"), unknown, unknown)
+	out, err := proc.Expand(s, vals, slices.Sorted(maps.Keys(vals)))
+	if err != nil {
+		return "", fmt.Errorf("in %q: %w", s, err)
 	}
 	return out, nil
 }
