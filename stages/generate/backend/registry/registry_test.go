@@ -3,6 +3,7 @@ package registry_test
 import (
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -19,13 +20,23 @@ type fakeOptions struct {
 // TestRegister: an API registers once, is known to spec checks with its
 // options, and builds with the endpoint's options, its declared defaults
 // filling those left out.
+// registerFake registers the fake API once per test binary: Register
+// panics on a name registered twice, as it should for two real APIs, and
+// -count=N runs the test N times.
+// got is what the fake's New was last given.
+var (
+	registerFake sync.Once
+	got          fakeOptions
+)
+
 func TestRegister(t *testing.T) {
-	var got fakeOptions
-	registry.Register(registry.API[fakeOptions]{Name: "fake", NeedsURLs: true,
-		New: func(srv pool.Server, o *fakeOptions) (*registry.Client, error) {
-			got = *o
-			return &registry.Client{Identity: "fake|" + srv.Model}, nil
-		}})
+	registerFake.Do(func() {
+		registry.Register(registry.API[fakeOptions]{Name: "fake", NeedsURLs: true,
+			New: func(srv pool.Server, o *fakeOptions) (*registry.Client, error) {
+				got = *o
+				return &registry.Client{Identity: "fake|" + srv.Model}, nil
+			}})
+	})
 	if a, ok := specs.LookupAPI("fake"); !ok || !a.NeedsURLs {
 		t.Fatalf("specs.LookupAPI(fake) = %+v, %t; want it, needing URLs", a, ok)
 	}
