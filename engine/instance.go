@@ -63,7 +63,11 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 		if err != nil {
 			return nil, err
 		}
-		extra["external"] = ext
+		// "" is nothing beyond the options, so an instance fingerprints
+		// as it did before its kind had more to say.
+		if ext != "" {
+			extra["external"] = ext
+		}
 	}
 	fp, config := fingerprint(n.Stage.Kind.Name, opts, extra)
 	inst.ConfigFP = fp

@@ -143,6 +143,24 @@ func newMerge(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	return m, nil
 }
 
+// Fingerprint is the weights the spec's datasets declare beyond the
+// default, where merge's own weights do not override them: they change
+// which records the merge keeps, so a changed weight reruns it. Without
+// such a weight it is "", so merges fingerprint as before.
+func (m *Merge) Fingerprint() (string, error) {
+	var parts []string
+	for _, ds := range m.spec.Datasets {
+		if _, over := m.opts.Weights[ds.Name]; !over && ds.Weight != 1 {
+			parts = append(parts, fmt.Sprintf("%s=%g", ds.Name, ds.Weight))
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	slices.Sort(parts)
+	return "weights " + strings.Join(parts, ","), nil
+}
+
 func (m *Merge) weight(dataset string) float64 {
 	if w, ok := m.opts.Weights[dataset]; ok {
 		return w

@@ -139,3 +139,54 @@ stages:
 		t.Errorf("chat's eval records by key (%d) differ from those by record (%d)", len(byKeyEval), len(byRecordEval))
 	}
 }
+
+// TestMerge_DatasetWeightReruns: a dataset's `weight:` decides which of its
+// records the merge keeps, so editing it reruns the merge (and only it),
+// and a spec that leaves weights at their default fingerprints as before.
+func TestMerge_DatasetWeightReruns(t *testing.T) {
+	dir := t.TempDir()
+	var a strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&a, `{"messages":[{"role":"user","content":"a%d"},{"role":"assistant","content":"x"}]}`+"\n", i)
+	}
+	os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte(a.String()), 0o644)
+	spec := func(weight string) string {
+		return `version: 1
+name: m
+state: s.db
+datasets: {a: {source: a.jsonl` + weight + `}}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: merge, uses: merge, needs: [load], with: {out: train.jsonl, shuffle_seed: 1}}
+`
+	}
+	lines := func() int {
+		b, err := os.ReadFile(filepath.Join(dir, "train.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(b, []byte("\n"))
+	}
+	for _, step := range []struct {
+		weight  string
+		outcome engine.Outcome
+		min     int
+		max     int
+	}{
+		{"", engine.Ran, 200, 200},
+		{", weight: 1", engine.UpToDate, 200, 200}, // the default written: nothing changed
+		{", weight: 0.5", engine.Ran, 70, 130},
+		{", weight: 0.5", engine.UpToDate, 70, 130},
+		{"", engine.Ran, 200, 200},
+	} {
+		p, store := enginetest.Open(t, dir, spec(step.weight))
+		res := enginetest.Run(t, p, store, nil)
+		if got := res["merge"].Outcome; got != step.outcome || lines() < step.min || lines() > step.max {
+			t.Errorf("weight %q: merge %s with %d lines; want %s with %d to %d", step.weight, got, lines(), step.outcome, step.min, step.max)
+		}
+		if got := res["load[a]"].Outcome; got != engine.UpToDate && step.weight != "" {
+			t.Errorf("weight %q: load[a] %s; a weight is merge's alone", step.weight, got)
+		}
+		store.Close()
+	}
+}
