@@ -145,10 +145,12 @@ func written(n *yaml.Node, key string) (*yaml.Node, bool) {
 // `min`, a value outside its `enum`, and an empty string, which no option
 // takes as a value of its own (a default, or what an option left out
 // does, is had by leaving the key out). what names the owner in messages
-// ("stage dedupe"), file the spec.
-func checkWritten(v reflect.Value, s *schema, n *yaml.Node, file, what string) []error {
+// ("stage dedupe"), file the spec; within is the mapping's own keys, as a
+// message names an option inside it ("budget ").
+func checkWritten(v reflect.Value, s *schema, n *yaml.Node, file, what, within string) []error {
 	var errs []error
 	for _, o := range s.fields {
+		label := within + o.key
 		val, ok := written(n, o.key)
 		if !ok {
 			continue
@@ -163,17 +165,17 @@ func checkWritten(v reflect.Value, s *schema, n *yaml.Node, file, what string) [
 				}
 				f = f.Elem()
 			}
-			errs = append(errs, checkWritten(f, o.nested, val, file, what)...)
+			errs = append(errs, checkWritten(f, o.nested, val, file, what, label+" ")...)
 		case o.min != nil:
 			if n := number(f); !o.min.allows(n) {
-				errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is %v; use %s", what, o.key, n, o.min)})
+				errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is %v; use %s", what, label, n, o.min)})
 			}
 		case o.enum != nil && !o.enum.has(f.String()):
-			errs = append(errs, o.enum.errorAt(pos, what, o.key, f.String()))
+			errs = append(errs, o.enum.errorAt(pos, what, label, f.String()))
 		case o.typ.Kind() == reflect.String && f.String() == "" && o.hasDefault:
-			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is empty; write a value, or leave the key out for the default, %s", what, o.key, o.defText)})
+			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is empty; write a value, or leave the key out for the default, %s", what, label, o.defText)})
 		case o.typ.Kind() == reflect.String && f.String() == "":
-			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is empty; write a value, or leave the key out", what, o.key)})
+			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("%s: %s is empty; write a value, or leave the key out", what, label)})
 		}
 	}
 	return errs
@@ -188,7 +190,7 @@ func (st *Stage) CheckWritten(opts any) error {
 		v = v.Elem()
 	}
 	var errs *multierror.Error
-	for _, err := range checkWritten(v, schemaOf(v.Type()), st.With, st.Pos.File, "stage "+st.Name) {
+	for _, err := range checkWritten(v, schemaOf(v.Type()), st.With, st.Pos.File, "stage "+st.Name, "") {
 		errs = multierror.Append(errs, err)
 	}
 	return errs.ErrorOrNil()

@@ -89,7 +89,7 @@ func TestStage_CheckWritten(t *testing.T) {
 		{"below the least value", `{shards: 0, sigma: 0}`, []string{"spec.yaml:4:39: stage s: shards is 0; use 1 or more", "spec.yaml:4:49: stage s: sigma is 0; use a number above 0"}},
 		{"empty with a default", `{name: ""}`, []string{`spec.yaml:4:37: stage s: name is empty; write a value, or leave the key out for the default, x`}},
 		{"empty without one", `{plain: ""}`, []string{`spec.yaml:4:38: stage s: plain is empty; write a value, or leave the key out`}},
-		{"in a mapping", `{nested: {action: remove}}`, []string{`spec.yaml:4:48: stage s: action is "remove"; use drop or flag`}},
+		{"in a mapping", `{nested: {action: remove}}`, []string{`spec.yaml:4:48: stage s: nested action is "remove"; use drop or flag`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := "version: 1\nname: w\nstages:\n  - {name: s, uses: x, with: " + tc.with + "}\n"

@@ -207,7 +207,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		// place, and what no dataset may be written is reported here.
 		ds := reflect.ValueOf(v).Elem()
 		fillDefaults(ds, schemaOf(ds.Type()), n)
-		for _, err := range checkWritten(ds, schemaOf(ds.Type()), n, path, "dataset "+name) {
+		for _, err := range checkWritten(ds, schemaOf(ds.Type()), n, path, "dataset "+name, "") {
 			errs.add(err)
 		}
 		checkDataset(v, n, errs)
@@ -322,7 +322,7 @@ func checkEndpoint(ep *Endpoint, errs *errorList) {
 		if ep.Options != nil {
 			o := reflect.ValueOf(api.Options()).Elem()
 			(&decoder{errs: errs}).decode(ep.Options, o)
-			for _, err := range checkWritten(o, schemaOf(o.Type()), ep.Options, errs.file, "endpoint "+ep.Name) {
+			for _, err := range checkWritten(o, schemaOf(o.Type()), ep.Options, errs.file, "endpoint "+ep.Name, "") {
 				errs.add(err)
 			}
 		}
