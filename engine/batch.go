@@ -30,11 +30,11 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 	if err != nil {
 		return r.fail(n, err)
 	}
-	why := batchWhy(prev, pr, r.opts.Force[n], digest)
-	if why == upToDate {
+	d := decideBatch(prev, pr, r.opts.Force[n], digest)
+	if !d.Runs() {
 		r.prog.begin(n, 0, 0, 0)
-		r.prog.finish(n, upToDate)
-		return &Result{Node: n, Action: upToDate, Why: why}
+		r.prog.finish(n, d.String())
+		return &Result{Node: n, Outcome: UpToDate, Decision: d}
 	}
 	r.prog.begin(n, total, 0, 0)
 	// Unfinished until its new output is in: a crash at any point below
@@ -56,7 +56,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		bw.Rollback()
 		if ctx.Err() != nil {
 			r.prog.finish(n, "interrupted")
-			return &Result{Node: n, Action: "interrupted"}
+			return &Result{Node: n, Outcome: Interrupted, Decision: d}
 		}
 		return r.fail(n, err)
 	}
@@ -104,7 +104,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		return r.fail(n, err)
 	}
 	r.prog.finish(n, "")
-	return &Result{Node: n, Action: "ran", Processed: out.count, Why: why}
+	return &Result{Node: n, Outcome: Ran, Processed: out.count, Decision: d}
 }
 
 // reportCollapsed counts, as drops by reason, the records of one need that

@@ -161,7 +161,7 @@ func TestPlan_SaysWhatChanged(t *testing.T) {
 	p, store := openSpec(t, writeSpec(t, dir, map[string]string{"cap": "80"}))
 	actions := map[string]string{}
 	for _, s := range p.Plan(store, engine.Selection{}) {
-		actions[s.Node.ID] = s.Action
+		actions[s.Node.ID] = s.Words()
 	}
 	want := map[string]string{
 		"load[chat]": "up to date",
@@ -218,8 +218,8 @@ stages:
 			continue
 		}
 		found = true
-		if r.Action != "blocked" || r.Err == nil || r.Err.Error() != "load[a], load[b] did not finish" {
-			t.Errorf("merge: %s, %v; want blocked by load[a], load[b]", r.Action, r.Err)
+		if r.Outcome != engine.Blocked || r.Err == nil || r.Err.Error() != "load[a], load[b] did not finish" {
+			t.Errorf("merge: %s, %v; want blocked by load[a], load[b]", r.Outcome, r.Err)
 		}
 	}
 	if !found {

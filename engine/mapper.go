@@ -129,15 +129,16 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		return r.fail(n, err)
 	}
 	pending := todo.Records
-	why := mapperWhy(prev, pr, force, pending, total)
+	d := decideMapper(prev, pr, force, pending, total)
 	if counted && pending == 0 && doneBefore && prev.Fingerprint == pr.fp {
 		// Reconcile may have set outcomes aside (a lowered cap): refresh the digest.
 		if err := r.saveDone(ctx, pr, started, prev, digest, state.Stats{Settled: started.UnixNano()}); err != nil {
 			return r.fail(n, err)
 		}
+		d = Decision{Action: Skip}
 		r.prog.begin(n, 0, 0, 0)
-		r.prog.finish(n, upToDate)
-		return &Result{Node: n, Action: upToDate, Why: upToDate}
+		r.prog.finish(n, d.String())
+		return &Result{Node: n, Outcome: UpToDate, Decision: d}
 	}
 	if counted {
 		kept, err := r.store.CountOutputs([]string{n.ID})
@@ -202,8 +203,8 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		if err != nil {
 			return r.fail(n, err)
 		}
-		r.prog.finish(n, "would run")
-		return &Result{Node: n, Action: "would run", Why: why, Reused: reused, Shared: pending - reused - fresh, Pending: fresh}
+		r.prog.finish(n, WouldRun.String())
+		return &Result{Node: n, Outcome: WouldRun, Decision: d, Reused: reused, Shared: pending - reused - fresh, Pending: fresh}
 	}
 
 	r.settling.wait(ctx, n, r.prog.logger(n))
@@ -222,9 +223,9 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	<-counting
 	if !counted {
 		// What was fed is what was pending, unless the run stopped early.
-		why = mapperWhy(prev, pr, force, c.processed, total)
+		d = decideMapper(prev, pr, force, c.processed, total)
 	}
-	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused + c.reused, Why: why,
+	res := &Result{Node: n, Processed: c.processed + reused, Failed: c.failed, Reused: reused + c.reused, Decision: d,
 		Requests: c.requests, Retries: c.retries}
 	if isCostly {
 		// Tokens are made where requests are sent; a filter passing them
@@ -246,7 +247,7 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 		// Records given up on when the stop came are left for the next run.
 		running.Seconds += time.Since(started).Seconds()
 		r.store.PutInstance(running)
-		res.Action = "interrupted"
+		res.Outcome = Interrupted
 		r.prog.finish(n, "interrupted; committed what finished")
 		return res
 	case err != nil && !(stopped && errors.Is(err, context.Canceled)):
@@ -264,11 +265,11 @@ func (r *runner) runMapper(ctx context.Context, pr *prepared, st stages.Mapper, 
 	if err != nil {
 		return r.fail(n, err)
 	}
-	res.Action = "ran"
+	res.Outcome = Ran
 	if c.processed+reused == c.skipped {
 		// Nothing changed: only records a spent budget skips again, which
 		// plan calls up to date as well.
-		res.Action = upToDate
+		res.Outcome = UpToDate
 	}
 	r.prog.finish(n, "")
 	return res

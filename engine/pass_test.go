@@ -100,8 +100,8 @@ stages:
 	var first int
 	for _, r := range results {
 		if r.Node.ID == "filter[d]" {
-			if r.Action != "interrupted" {
-				t.Fatalf("filter %s; the stop must land mid-pass (a larger input?)", r.Action)
+			if r.Outcome != engine.Interrupted {
+				t.Fatalf("filter %s; the stop must land mid-pass (a larger input?)", r.Outcome)
 			}
 			first = r.Processed
 		}

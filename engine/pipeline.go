@@ -96,19 +96,9 @@ func sortByPosition(errs []error) {
 	sort.SliceStable(errs, func(i, j int) bool { return line(errs[i]) < line(errs[j]) })
 }
 
-// Compile checks every stage against its kind and expands the DAG. All
-// problems are reported together.
-func Compile(spec *specs.Spec) (*Pipeline, error) {
-	p, errs := compile(spec)
-	if err := errs.ErrorOrNil(); err != nil {
-		errs.ErrorFormat = specs.FormatErrors
-		return nil, errs
-	}
-	return p, nil
-}
-
-// compile is Compile that also returns, with its errors, the pipeline of
-// the stages that compiled, for checking them too.
+// compile checks every stage against its kind and expands the DAG,
+// returning, with all its problems together, the pipeline of the stages
+// that compiled, for checking them too.
 func compile(spec *specs.Spec) (*Pipeline, *multierror.Error) {
 	var errs *multierror.Error
 	compiled := map[string]*Stage{}

@@ -2,15 +2,11 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
-	"strings"
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -20,11 +16,12 @@ import (
 // Step is what a run would do with one instance.
 type Step struct {
 	Node *Node
-	// Run is false when the instance is up to date.
-	Run bool
-	// Action says what and why: "up to date", "will run: never ran",
-	// "will rerun: max_samples 7000 -> 8000", ...
-	Action string
+	// Decision is what the run would do with the instance and why; Words
+	// renders it with the notes below as plan's ACTION column.
+	Decision Decision
+	// Notes qualify the estimate of a step that runs: the stage's own
+	// ("writes train.jsonl"), the share of the work a budget allows.
+	Notes []string
 	// Estimate is the instance's whole output once the run is done: the
 	// outcomes kept from earlier runs plus what the run adds. Its Seconds
 	// and Dollars are those of the run's own work.
@@ -44,8 +41,14 @@ type Step struct {
 	// the requests it sends, one per record answered once), after reuse
 	// and budgets; a guess when upstream work is guessed.
 	Todo int
-	Err  error
+	// Err is why the step cannot be planned, in full (a spec error's
+	// source line and caret); the decision keeps its first line.
+	Err error
 }
+
+// Runs reports whether the run would do anything with the instance: all
+// but an up-to-date one.
+func (s *Step) Runs() bool { return s.Decision.Runs() }
 
 // Plan works out, without calling any server, what a run would do: which
 // instances are up to date, which will run and why, and estimates of
@@ -70,12 +73,14 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 			continue
 		}
 		s.Reused, s.Shared = res.Reused, res.Shared
-		switch res.Action {
-		case "would run":
+		switch res.Outcome {
+		case WouldRun:
 			// planOn counted what is left after reuse; the reason is the
 			// dry run's (a changed option, never ran).
-			if !strings.HasSuffix(res.Why, " to do") {
-				s.Action = res.Why + "; " + strings.TrimPrefix(s.Action, "will run: ")
+			if res.Decision.Reason != RecordsToDo {
+				then := s.Decision
+				s.Decision = res.Decision
+				s.Decision.Then = &then
 			}
 			if res.Pending < s.Todo && s.Todo > 0 {
 				// Another instance of the run asks for some of these
@@ -86,37 +91,23 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 				s.Estimate.Dollars *= f
 				s.Todo = res.Pending
 			}
-		case "ran":
+		case Ran:
 			// The dry run did it: say why, keeping planOn's notes
-			// ("(writes train.jsonl)").
-			note := ""
-			if i := strings.Index(s.Action, " ("); i >= 0 && s.Run {
-				note = s.Action[i:]
+			// ("writes train.jsonl") when planOn has it run.
+			if !s.Runs() {
+				s.Notes = nil
 			}
-			why := res.Why
-			if res.Reused > 0 && res.Reused == res.Processed && strings.HasSuffix(why, " to do") {
-				// Every record to do has an earlier answer: none is asked,
-				// as "50 of 200 to do" after reuse says elsewhere.
-				why += ", none needs a request"
+			s.Decision = res.Decision
+			if w := s.Decision.Work; w != nil && res.Reused > 0 && res.Reused == res.Processed && s.Decision.Reason == RecordsToDo {
+				all := *w
+				all.AllReused = true
+				s.Decision.Work = &all
 			}
-			s.Run, s.Action = true, why+note
-		case "failed":
-			s.Run, s.Err = true, res.Err
-			line, _, _ := strings.Cut(p.Spec.Redact(res.Err.Error()), "\n")
-			s.Action = "error: " + line
-			continue
-		case "blocked":
-			s.Run, s.Action = true, "blocked: "+res.Err.Error()
-		}
-		var free []string
-		if s.Reused > 0 {
-			free = append(free, Plural(s.Reused, "earlier answer")+" reused")
-		}
-		if s.Shared > 0 {
-			free = append(free, Plural(s.Shared, "prompt")+" asked by another dataset too, sent once")
-		}
-		if len(free) > 0 {
-			s.Action += " [" + strings.Join(free, "; ") + "]"
+		case Errored:
+			s.Err, s.Notes = res.Err, nil
+			s.Decision = Decision{Action: Fail, Err: res.Err}
+		case Blocked:
+			s.Decision, s.Notes = res.Decision, nil
 		}
 	}
 	return steps
@@ -257,7 +248,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	upstreamRuns, upstreamBroken := false, false
 	for _, up := range n.Needs {
 		us := steps[up]
-		upstreamRuns = upstreamRuns || us.Run
+		upstreamRuns = upstreamRuns || us.Runs()
 		upstreamBroken = upstreamBroken || us.Err != nil
 		in = add(in, us.Estimate)
 	}
@@ -268,7 +259,7 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		}
 	}
 	if upstreamBroken {
-		s.Run, s.Action = true, "blocked: an earlier stage has a problem"
+		s.Decision = Decision{Action: Block, Reason: NeedsBroken}
 		return d
 	}
 	pr, err := p.prepare(n, specs.InputInfo{Records: in.Records}, shared, func(string, ...any) {}, true, store)
@@ -287,12 +278,12 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 	}
 	// todo is how many input records the run processes.
 	todo := in.Records
-	s.Run = true
 	// The decision is the run's own (decide.go); only an input still to be
 	// made is the plan's, since the run decides once that input exists.
-	switch why := configWhy(prev, pr, force); {
-	case why != "":
-		s.Action = why
+	byConfig, ok := decideConfig(prev, pr, force)
+	switch {
+	case ok:
+		s.Decision = byConfig
 	case upstreamRuns && s.Mapper:
 		// Outcomes already stored are kept for the records that stay, so
 		// only the part of the input beyond them is new work.
@@ -301,13 +292,9 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 			return d
 		}
 		todo = max(in.Records-d.kept.Records, 0)
-		if todo == 0 {
-			s.Action = "will recheck its input; no new records expected"
-		} else {
-			s.Action = "will run after its input: about " + Plural(todo, "new record")
-		}
+		s.Decision = Decision{Action: Wait, Reason: InputToCome, Work: &Work{Todo: todo}}
 	case upstreamRuns:
-		s.Action = "will run if its input changes"
+		s.Decision = Decision{Action: Wait, Reason: InputToCome}
 	case s.Mapper:
 		left, err := store.CountPending(n.ID, upstream, pr.fp)
 		if err == nil {
@@ -319,18 +306,16 @@ func (p *Pipeline) planStep(n *Node, store *state.Store, steps map[*Node]*Step, 
 		}
 		todo = left.Records
 		d.leftover = todo
-		s.Action = mapperWhy(prev, pr, force, todo, in.Records)
-		s.Run = s.Action != upToDate
+		s.Decision = decideMapper(prev, pr, force, todo, in.Records)
 	default:
 		digest, err := (&runner{p: p, store: store}).inputDigest(n)
 		if err != nil {
-			s.Action = "will run: " + err.Error()
+			s.Decision = Decision{Action: Run, Reason: InputUnread, Err: err}
 			break
 		}
-		s.Action = batchWhy(prev, pr, force, digest)
-		s.Run = s.Action != upToDate
+		s.Decision = decideBatch(prev, pr, force, digest)
 	}
-	if !s.Run {
+	if !s.Runs() {
 		todo = 0
 	}
 	s.Todo = todo
@@ -406,15 +391,11 @@ func (d *draft) finish(store *state.Store) {
 		work.Exact = false
 		s.Todo = int(math.Round(float64(s.Todo) * d.allowed))
 		if d.allowed == 0 && d.leftover > 0 {
-			s.Run, s.Todo = false, 0
-			what := d.limitedBy
-			if what == "" {
-				what = "budget"
-			}
-			s.Action = fmt.Sprintf("up to date (%s skipped for %s; raise the %s to continue)", Plural(d.leftover, "record"), what, what)
+			s.Todo = 0
+			s.Decision = Decision{Action: Skip, Reason: LimitSpent, Limit: d.limitedBy, Work: &Work{Todo: d.leftover}}
 		}
 	}
-	if !s.Run {
+	if !s.Runs() {
 		// Up to date: report what is stored, not what was predicted.
 		s.Estimate = d.whole
 		s.Estimate.Seconds, s.Estimate.Dollars = 0, 0
@@ -438,28 +419,24 @@ func (d *draft) finish(store *state.Store) {
 		s.NewTokens = max(work.CompletionTokens-workIn.CompletionTokens, 0)
 	}
 	s.NewBytes = max(work.Bytes-workIn.Bytes, 0)
-	var notes []string
 	if d.whole.Note != "" {
-		notes = append(notes, d.whole.Note)
+		s.Notes = append(s.Notes, d.whole.Note)
 	}
 	if d.allowed < 1 {
 		budget := "the budget"
 		if d.shared {
 			budget = "the stage's budget"
 		}
-		notes = append(notes, fmt.Sprintf("%s allows %d%% of them", budget, int(100*d.allowed)))
-	}
-	if len(notes) > 0 {
-		s.Action += " (" + strings.Join(notes, "; ") + ")"
+		s.Notes = append(s.Notes, fmt.Sprintf("%s allows %d%% of them", budget, int(100*d.allowed)))
 	}
 }
 
 // failStep marks a step that cannot be planned. err names the instance; a
-// spec error's source line and caret stay in Err, for the full report, while
-// Action keeps one line for the table.
+// spec error's source line and caret stay in Err, for the full report,
+// while the decision keeps it scrubbed of secrets for the table.
 func (p *Pipeline) failStep(s *Step, err error) {
-	line, _, _ := strings.Cut(p.Spec.Redact(err.Error()), "\n")
-	s.Err, s.Run, s.Action = err, true, "error: "+line
+	s.Err = err
+	s.Decision = Decision{Action: Fail, Err: &redacted{p.Spec.Redact(err.Error()), err}}
 }
 
 // scaled keeps the share f of an estimate's records, tokens, bytes, time
@@ -477,55 +454,4 @@ func scaled(e stages.Estimate, f float64) stages.Estimate {
 	e.Dollars *= f
 	e.ByDataset = nil // its parts would no longer add up to it
 	return e
-}
-
-// configDiff names the settings that differ between two fingerprint
-// materials: "max_samples 7000 -> 8000".
-func configDiff(old, cur string) string {
-	var a, b map[string]any
-	if json.Unmarshal([]byte(old), &a) != nil || json.Unmarshal([]byte(cur), &b) != nil {
-		return "configuration changed"
-	}
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	var diffs []string
-	for k := range keys {
-		if reflect.DeepEqual(a[k], b[k]) {
-			continue
-		}
-		if k == "external" {
-			// A kind's own fingerprint, when it is a JSON object, says
-			// what in it changed; a bare hash does not.
-			x, _ := a[k].(string)
-			y, _ := b[k].(string)
-			if d := configDiff(x, y); d != "configuration changed" {
-				diffs = append(diffs, d)
-			} else {
-				diffs = append(diffs, "input file or model changed")
-			}
-			continue
-		}
-		diffs = append(diffs, fmt.Sprintf("%s %s -> %s", k, show(a[k]), show(b[k])))
-	}
-	sort.Strings(diffs)
-	if len(diffs) == 0 {
-		return "configuration changed"
-	}
-	return strings.Join(diffs, ", ")
-}
-
-func show(v any) string {
-	if v == nil {
-		return "(unset)"
-	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // show ">=" as written, not as \u003e=
-	enc.Encode(v)
-	return strings.TrimSpace(b.String())
 }

@@ -76,8 +76,8 @@ func TestPlan_MergeWeights(t *testing.T) {
 			if merge.NewTokens != 0 {
 				t.Errorf("merge adds %d new tokens; repeated records are not generated", merge.NewTokens)
 			}
-			if !strings.Contains(merge.Action, tt.note) {
-				t.Errorf("merge action = %q; want it to contain %q", merge.Action, tt.note)
+			if !strings.Contains(merge.Words(), tt.note) {
+				t.Errorf("merge action = %q; want it to contain %q", merge.Words(), tt.note)
 			}
 		})
 	}
@@ -106,7 +106,7 @@ stages:
 	steps := p.Plan(store, engine.Selection{})
 	s := steps[len(steps)-1]
 	if s.Err == nil {
-		t.Fatalf("plan of %s: %s; want an error", s.Node.ID, s.Action)
+		t.Fatalf("plan of %s: %s; want an error", s.Node.ID, s.Words())
 	}
 	want := `spec.yaml:8:82: cap[chat]: max_samples evaluates to -860; want 0 or more
     |   - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: "input.records - 1000"}}
@@ -114,8 +114,8 @@ stages:
 	if got := strings.ReplaceAll(s.Err.Error(), dir+"/", ""); got != want {
 		t.Errorf("error:\n%s\nwant:\n%s", got, want)
 	}
-	if strings.Contains(s.Action, "\n") || !strings.HasPrefix(s.Action, "error: ") {
-		t.Errorf("action %q; want the error's first line", s.Action)
+	if strings.Contains(s.Words(), "\n") || !strings.HasPrefix(s.Words(), "error: ") {
+		t.Errorf("action %q; want the error's first line", s.Words())
 	}
 }
 
@@ -158,7 +158,7 @@ func TestPlan_RaisedCapCountsNewWorkOnce(t *testing.T) {
 	}
 	var added int64
 	for _, s := range after {
-		if s.Run {
+		if s.Runs() {
 			added += s.NewTokens
 		}
 	}
@@ -167,9 +167,9 @@ func TestPlan_RaisedCapCountsNewWorkOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s := after[tt.id]
-		if !s.Run || s.Estimate.Records != tt.records || s.Estimate.CompletionTokens != tt.completion || s.NewTokens != tt.added {
+		if !s.Runs() || s.Estimate.Records != tt.records || s.Estimate.CompletionTokens != tt.completion || s.NewTokens != tt.added {
 			t.Errorf("%s: run %v, %d records, %d completion tokens, %d new (%s); want run, %d records, %d tokens, %d new",
-				tt.id, s.Run, s.Estimate.Records, s.Estimate.CompletionTokens, s.NewTokens, s.Action, tt.records, tt.completion, tt.added)
+				tt.id, s.Runs(), s.Estimate.Records, s.Estimate.CompletionTokens, s.NewTokens, s.Words(), tt.records, tt.completion, tt.added)
 		}
 	}
 }
@@ -255,8 +255,8 @@ func TestPlan_BudgetShares(t *testing.T) {
 				if s.NewTokens != s.Estimate.CompletionTokens {
 					t.Errorf("%s: %d new tokens; want all %d", id, s.NewTokens, s.Estimate.CompletionTokens)
 				}
-				if s.Action != tt.note[id] {
-					t.Errorf("%s: action %q; want %q", id, s.Action, tt.note[id])
+				if s.Words() != tt.note[id] {
+					t.Errorf("%s: action %q; want %q", id, s.Words(), tt.note[id])
 				}
 			}
 		})
@@ -294,8 +294,8 @@ func TestPlan_SpentBudgetIsUpToDate(t *testing.T) {
 				if s.Node.ID != "generate[chat]" {
 					continue
 				}
-				if want := fmt.Sprintf(tt.action, skipped); s.Run != tt.run || !strings.HasPrefix(s.Action, want) {
-					t.Errorf("generate[chat]: run %v, %q; want run %v, %q", s.Run, s.Action, tt.run, want)
+				if want := fmt.Sprintf(tt.action, skipped); s.Runs() != tt.run || !strings.HasPrefix(s.Words(), want) {
+					t.Errorf("generate[chat]: run %v, %q; want run %v, %q", s.Runs(), s.Words(), tt.run, want)
 				}
 			}
 		})

@@ -190,7 +190,7 @@ func checkPlanIsRun(t *testing.T, path string, srv *simtest.Counting, down bool,
 	guessed := map[*engine.Node]bool{}
 	for _, n := range p.Nodes {
 		for _, up := range n.Needs {
-			if guessed[up] || (steps[up].Run && steps[up].Node.Stage.Kind.Name == "generate") {
+			if guessed[up] || (steps[up].Runs() && steps[up].Node.Stage.Kind.Name == "generate") {
 				guessed[n] = true
 			}
 		}
@@ -210,14 +210,14 @@ func checkPlanIsRun(t *testing.T, path string, srv *simtest.Counting, down bool,
 		if guessed[n] {
 			continue
 		}
-		if ran := res.Action != "up to date"; ran != s.Run {
-			t.Errorf("%s: %s: plan said %q, the run %s (%v)", history, n.ID, s.Action, res.Action, res.Err)
+		if ran := res.Outcome != engine.UpToDate; ran != s.Runs() {
+			t.Errorf("%s: %s: plan said %q, the run %s (%v)", history, n.ID, s.Words(), res.Outcome, res.Err)
 		}
-		if !s.Estimate.Exact || res.Action == "blocked" {
+		if !s.Estimate.Exact || res.Outcome == engine.Blocked {
 			continue
 		}
 		if got, _ := store.CountOutputs([]string{n.ID}); got != s.Estimate.Records {
-			t.Errorf("%s: %s ends with %d records; plan said %d (%s)", history, n.ID, got, s.Estimate.Records, s.Action)
+			t.Errorf("%s: %s ends with %d records; plan said %d (%s)", history, n.ID, got, s.Estimate.Records, s.Words())
 		}
 	}
 	if !down && reused != planReused {

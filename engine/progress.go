@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -198,18 +199,25 @@ func (p *progress) settled(n *Node, it state.Item) {
 	s.completionTokens -= int64(it.CompletionTokens)
 }
 
+// finish ends an instance's progress: done when note is empty, else the
+// note (up to date, blocked, interrupted) is its state.
 func (p *progress) finish(n *Node, note string) {
+	state := note
+	if note == "" {
+		state = "done"
+	}
+	p.end(n, state, note)
+}
+
+// fail ends an instance's progress with the error that stopped it.
+func (p *progress) fail(n *Node, msg string) { p.end(n, "failed", "FAILED: "+msg) }
+
+// end sets an instance's final state and logs how it ended: note, or
+// with no note the figures of a finished instance.
+func (p *progress) end(n *Node, state, note string) {
 	p.mu.Lock()
 	s := p.st[n]
-	s.finished, s.note = time.Now(), note
-	switch {
-	case strings.HasPrefix(note, "FAILED"):
-		s.state = "failed"
-	case note == "":
-		s.state = "done"
-	default:
-		s.state = note
-	}
+	s.finished, s.note, s.state = time.Now(), note, state
 	summary := s.summary()
 	p.mu.Unlock()
 	if note == "" {
@@ -238,9 +246,9 @@ func (s *nodeProgress) summary() string {
 		parts = append(parts, Plural(s.duplicates, "duplicate"))
 	}
 	if s.completionTokens > 0 {
-		tokens := fmtTokens(s.completionTokens) + " completion tokens"
+		tokens := human.Int(s.completionTokens) + " completion tokens"
 		if s.reusedTokens > 0 {
-			tokens += " (" + fmtTokens(s.reusedTokens) + " of them reused)"
+			tokens += " (" + human.Int(s.reusedTokens) + " of them reused)"
 		}
 		parts = append(parts, tokens)
 	}
@@ -261,10 +269,10 @@ func (s *nodeProgress) status(now time.Time) string {
 	}
 	if elapsed > 0 && h > 0 {
 		rate := float64(h) / elapsed
-		fmt.Fprintf(&b, "  %s rec/s", fmtCount(rate))
+		fmt.Fprintf(&b, "  %s rec/s", human.Count(rate))
 		// The server's speed: answers found again were not generated.
 		if made := s.completionTokens - s.reusedTokens; made > 0 {
-			fmt.Fprintf(&b, "  %s tok/s", fmtCount(float64(made)/elapsed))
+			fmt.Fprintf(&b, "  %s tok/s", human.Count(float64(made)/elapsed))
 		}
 		left := todo - h
 		if bd, ok := s.extra.(stages.Bounded); ok {
@@ -277,7 +285,7 @@ func (s *nodeProgress) status(now time.Time) string {
 		}
 	}
 	if s.done > 0 && s.completionTokens > 0 {
-		fmt.Fprintf(&b, "  mean %s tok", fmtCount(float64(s.completionTokens)/float64(s.done)))
+		fmt.Fprintf(&b, "  mean %s tok", human.Count(float64(s.completionTokens)/float64(s.done)))
 	}
 	if s.failed > 0 {
 		fmt.Fprintf(&b, "  %d failed (%s)", s.failed, topKinds(s.errors, 3))
@@ -350,7 +358,7 @@ func (p *progress) overall(now time.Time) string {
 	}
 	line := fmt.Sprintf("%d/%d records in %d running instances", done, total, running)
 	if el := now.Sub(start).Seconds(); el > 0 && tokens > 0 {
-		line += fmt.Sprintf(", %s tok/s", fmtCount(float64(tokens)/el))
+		line += fmt.Sprintf(", %s tok/s", human.Count(float64(tokens)/el))
 	}
 	if failed > 0 {
 		line += fmt.Sprintf(", %d failed", failed)
@@ -415,28 +423,6 @@ func (p *progress) redraw() {
 	}
 	p.drawn = lines
 	io.WriteString(p.w, b.String())
-}
-
-func fmtCount(v float64) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.1fG", v/1e9)
-	case v >= 1e6:
-		return fmt.Sprintf("%.1fM", v/1e6)
-	case v >= 1e4:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.1f", v)
-}
-
-// fmtTokens shows a token count: exact below 10,000, then abbreviated.
-func fmtTokens(n int64) string {
-	if n < 1e4 {
-		return fmt.Sprint(n)
-	}
-	return fmtCount(float64(n))
 }
 
 func fmtDuration(d time.Duration) string {

@@ -31,7 +31,7 @@ func TestProgress_Summary(t *testing.T) {
 			"2 done, 1 duplicate"},
 		{"reused and kept", 60,
 			[]state.Item{item(stages.Done, true, 12000), item(stages.Failed, false, 0), item(stages.Skipped, false, 0)}, 0,
-			"1 done (1 reused), 60 kept from before, 1 skipped, 1 failed, 12.0k completion tokens (12.0k of them reused)"},
+			"1 done (1 reused), 60 kept from before, 1 skipped, 1 failed, 12k completion tokens (12k of them reused)"},
 		{"reused answers' tokens apart from those generated", 0,
 			[]state.Item{item(stages.Done, true, 16800), item(stages.Done, false, 6100)}, 0,
 			"2 done (1 reused), 22.9k completion tokens (16.8k of them reused)"},

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/state"
@@ -46,8 +47,8 @@ func TestRun_DatasetlessFeedsPerDataset(t *testing.T) {
 	}
 	// Run again: everything is up to date.
 	for id, r := range enginetest.Run(t, p, store, nil) {
-		if r.Action != "up to date" {
-			t.Errorf("second run: %s %s (%s)", id, r.Action, r.Why)
+		if r.Outcome != engine.UpToDate {
+			t.Errorf("second run: %s %s (%s)", id, r.Outcome, r.Decision)
 		}
 	}
 }

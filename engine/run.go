@@ -46,11 +46,34 @@ type RunOptions struct {
 	Now func() time.Time
 }
 
+// Outcome is what became of an instance in a run.
+type Outcome int
+
+// Outcomes. UpToDate: the instance had nothing to do, or only records a
+// spent budget skips again. Ran: it did its work. WouldRun: in a dry run,
+// what is left costs requests, which it counted instead (Result.Pending).
+// Errored: it failed, stopped by an error (Result.Err). Blocked: it did
+// not start, since what it needs did not finish or has failed records
+// (Result.Decision says which). Interrupted: the run was stopped before
+// it finished or started it. The zero Outcome is none of these.
+const (
+	UpToDate Outcome = iota + 1
+	Ran
+	WouldRun
+	Errored
+	Blocked
+	Interrupted
+)
+
 // Result is what happened to one instance in a run.
 type Result struct {
 	Node *Node
-	// Action is "up to date", "ran", "failed" or "blocked".
-	Action string
+	// Outcome is what became of the instance.
+	Outcome Outcome
+	// Decision is what the run decided to do with it and why, as plan
+	// shows it; Undecided for an instance that failed (Err says why) or
+	// was interrupted before it started.
+	Decision Decision
 	// Processed counts records handled in this run; Failed those that failed.
 	Processed int
 	Failed    int
@@ -60,8 +83,6 @@ type Result struct {
 	// Pending counts, in a dry run, the records a costly stage would send;
 	// Shared those whose content another instance of the run asks for.
 	Pending, Shared int
-	// Why says why the instance ran or what it would do, in plan's words.
-	Why string
 	// Requests counts the requests this run sent, retries included;
 	// Retries the failures it retried, by kind.
 	Requests int
@@ -70,7 +91,9 @@ type Result struct {
 	// got from a server (reused ones excluded), and Dollars what they cost.
 	PromptTokens, CompletionTokens int64
 	Dollars                        float64
-	Err                            error
+	// Err is why it failed or was blocked: an *UnfinishedError or a
+	// *PartialInputError for the latter.
+	Err error
 }
 
 // ErrInterrupted is returned when a run stopped early on request.
@@ -111,7 +134,8 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 		go func() {
 			defer wg.Done()
 			defer close(done[n])
-			var blockedBy []string
+			// Name every unfinished input: the reader fixes them all at once.
+			var unfinished []string
 			for _, up := range n.Needs {
 				if !inRun[up] {
 					continue
@@ -120,28 +144,18 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 				mu.Lock()
 				ur := results[up]
 				mu.Unlock()
-				if ur.Action == "failed" || ur.Action == "blocked" || ur.Action == "interrupted" {
-					blockedBy = append(blockedBy, up.ID)
+				if ur.Outcome == Errored || ur.Outcome == Blocked || ur.Outcome == Interrupted {
+					unfinished = append(unfinished, up.ID)
 				}
 			}
-			// Name every unfinished input: the reader fixes them all at once.
-			blocked := strings.Join(blockedBy, ", ")
-			var partial string
-			// A dry run cannot tell whether failed records will succeed
-			// when retried, so it leaves the question to the run.
-			if blocked == "" && !opts.AllowPartial && !opts.Dry {
-				partial = r.partialInputs(n)
-			}
+			block := r.block(n, unfinished)
 			var res *Result
 			switch {
-			case blocked != "":
-				res = &Result{Node: n, Action: "blocked", Err: fmt.Errorf("%s did not finish", blocked)}
-				prog.finish(n, "blocked: "+blocked+" did not finish")
-			case partial != "":
-				res = &Result{Node: n, Action: "blocked", Err: fmt.Errorf("not written: %s", partial)}
-				prog.finish(n, "not written: "+partial)
+			case block != nil:
+				res = &Result{Node: n, Outcome: Blocked, Decision: *block, Err: block.Err}
+				prog.finish(n, block.String())
 			case ctx.Err() != nil:
-				res = &Result{Node: n, Action: "interrupted"}
+				res = &Result{Node: n, Outcome: Interrupted}
 				prog.finish(n, "not started: interrupted")
 			default:
 				res = r.runNode(ctx, n)
@@ -163,10 +177,10 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	for _, n := range nodes {
 		res := results[n]
 		out = append(out, res)
-		switch res.Action {
-		case "failed":
+		switch res.Outcome {
+		case Errored:
 			failed = append(failed, res.Err.Error())
-		case "interrupted":
+		case Interrupted:
 			interrupted = true
 		}
 	}
@@ -177,38 +191,6 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 		return out, ErrInterrupted
 	}
 	return out, flushErr
-}
-
-// partialInputs names, for a stage that writes a file, the instances it
-// depends on (at any distance) whose records failed: writing now would
-// replace the file with one missing them. It says what to do, or is empty.
-func (r *runner) partialInputs(n *Node) string {
-	if _, writes := n.Stage.Options.(stages.FileWriter); !writes {
-		return ""
-	}
-	var parts []string
-	for _, up := range r.p.Ancestors(n.Needs) {
-		if _, ok := r.batches.Load(up); ok {
-			continue // a batch stage stores done records alone
-		}
-		counts, err := r.store.Counts(up.ID)
-		if err != nil {
-			return fmt.Sprintf("cannot read %s: %v", up.ID, err)
-		}
-		failed := 0
-		for _, c := range counts {
-			if c.Status == int(stages.Failed) {
-				failed += c.N
-			}
-		}
-		if failed > 0 {
-			parts = append(parts, fmt.Sprintf("%s has %s", up.ID, Plural(failed, "failed record")))
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return strings.Join(parts, ", ") + "; run again to retry them, or pass --allow-partial to write what there is"
 }
 
 type runner struct {
@@ -277,12 +259,12 @@ func (r *runner) inputCount(upstream []string) (int, error) {
 // end of the run.
 func (r *runner) fail(n *Node, err error) *Result {
 	msg := r.p.Spec.Redact(err.Error())
-	r.prog.finish(n, "FAILED: "+msg)
+	r.prog.fail(n, msg)
 	if prev, _ := r.store.GetInstance(n.ID); prev != nil {
 		prev.Status, prev.Error = state.StatusFailed, msg
 		r.store.PutInstance(prev)
 	}
-	return &Result{Node: n, Action: "failed", Err: &redacted{r.p.Spec.Redact(r.p.instanceError(n, err).Error()), err}}
+	return &Result{Node: n, Outcome: Errored, Err: &redacted{r.p.Spec.Redact(r.p.instanceError(n, err).Error()), err}}
 }
 
 // redacted is an error whose text has the spec's secrets scrubbed. It

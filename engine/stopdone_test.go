@@ -64,7 +64,7 @@ func TestRun_StopAfterEveryRecordIsDone(t *testing.T) {
 	}
 	actions := map[string]string{}
 	for _, r := range results {
-		actions[r.Node.ID] = r.Action
+		actions[r.Node.ID] = r.Outcome.String()
 	}
 	if actions["stops[d]"] != "ran" || actions["after[d]"] != "interrupted" {
 		t.Errorf("stops[d] %q, after[d] %q; want ran, and interrupted before it started", actions["stops[d]"], actions["after[d]"])

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/specs"
 )
 
@@ -505,6 +506,17 @@ func (s *Shared) Get(key string, make func() (any, error)) (any, error) {
 	}
 	s.m[key] = v
 	return v, nil
+}
+
+// Tokenizer returns the model's tokenizer in dir (a resolved path), loaded
+// once per run however many stages read it: half a second for a 150k
+// vocabulary.
+func (s *Shared) Tokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	v, err := s.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+	}
+	return v.(*tokenizer.Tokenizer), nil
 }
 
 // Define makes the Kind of a stage whose `with:` decodes into O, so that

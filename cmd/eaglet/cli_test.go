@@ -52,7 +52,7 @@ func TestCLI_Lifecycle(t *testing.T) {
 	}{
 		{[]string{"validate", spec}, exitOK, "ok (3 datasets, 5 stages, 13 instances)"},
 		{[]string{"status", spec}, exitOK, "has not run yet"},
-		{[]string{"plan", "--detailed-exitcode", spec}, exitChanges, "about 101.5k completion tokens"},
+		{[]string{"plan", "--detailed-exitcode", spec}, exitChanges, "about 102k completion tokens"},
 		{[]string{"status", spec}, exitOK, "has not run yet (" + filepath.Join(filepath.Dir(spec), "runs/quickstart/state.db") + " holds only what `eaglet plan` saved)"},
 		{[]string{"run", "--stage", "cap", spec}, exitOK, "6 instances ran"},
 		{[]string{"plan", spec}, exitOK, "cap[chat]        120 "},

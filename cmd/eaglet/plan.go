@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/state"
@@ -72,7 +73,7 @@ func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	if *detailed {
 		for _, s := range steps {
-			if s.Run {
+			if s.Runs() {
 				return &exitError{code: exitChanges, err: errors.New("")}
 			}
 		}
@@ -96,15 +97,15 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate s
 		if !e.Exact {
 			recs = "~" + recs
 		}
-		row := []string{s.Node.ID, recs, count(e.PromptTokens), count(e.CompletionTokens), "", "", s.Action}
-		if s.Run && e.Seconds > 0 {
+		row := []string{s.Node.ID, recs, count(e.PromptTokens), count(e.CompletionTokens), "", "", s.Words()}
+		if s.Runs() && e.Seconds > 0 {
 			row[4] = duration(e.Seconds)
 		}
-		if s.Run && e.Dollars > 0 {
+		if s.Runs() && e.Dollars > 0 {
 			row[5] = fmt.Sprintf("$%.2f", e.Dollars)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
-		if s.Run {
+		if s.Runs() {
 			toRun++
 			completion += s.NewTokens
 			seconds += e.Seconds
@@ -129,37 +130,21 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate s
 		fmt.Fprintf(w, ", $%.2f", dollars)
 	}
 	if disk > 0 {
-		fmt.Fprintf(w, ", %s of output and state", byteSize(disk))
+		fmt.Fprintf(w, ", %s of output and state", human.Bytes(disk))
 	}
 	fmt.Fprintln(w)
 }
 
+// count writes a table's token count, a dash for none.
 func count(n int64) string {
-	switch {
-	case n == 0:
+	if n == 0 {
 		return "-"
-	case n >= 1e9:
-		return fmt.Sprintf("%.2fG", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", float64(n)/1e6)
-	case n >= 1e4:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
-	return fmt.Sprintf("%d", n)
+	return human.Int(n)
 }
 
 func duration(sec float64) string {
 	return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
 }
 
 // planWait is how long plan waits for a committing run to let it record
@@ -177,8 +162,8 @@ func recordPlan(ctx context.Context, p *engine.Pipeline, store *state.Store, ste
 	}
 	var body report.RecordedPlan
 	for _, s := range steps {
-		ps := report.PlanStep{Instance: s.Node.ID, Run: s.Run, Records: s.Estimate.Records, Exact: s.Estimate.Exact}
-		if s.Run {
+		ps := report.PlanStep{Instance: s.Node.ID, Run: s.Runs(), Records: s.Estimate.Records, Exact: s.Estimate.Exact}
+		if s.Runs() {
 			ps.Todo, ps.CompletionTokens, ps.Seconds, ps.Dollars = s.Todo, s.NewTokens, s.Estimate.Seconds, s.Estimate.Dollars
 		}
 		body.Steps = append(body.Steps, ps)

@@ -110,7 +110,7 @@ func withDiskHint(err error, results []*engine.Result, statePath string) error {
 
 func ran(results []*engine.Result) bool {
 	for _, r := range results {
-		if r.Action != "up to date" {
+		if r.Outcome != engine.UpToDate {
 			return true
 		}
 	}
@@ -118,21 +118,21 @@ func ran(results []*engine.Result) bool {
 }
 
 func summarize(w io.Writer, results []*engine.Result) {
-	counts := map[string]int{}
+	counts := map[engine.Outcome]int{}
 	for _, r := range results {
-		counts[r.Action]++
+		counts[r.Outcome]++
 	}
-	upToDate := counts["up to date"]
+	upToDate := counts[engine.UpToDate]
 	if upToDate == len(results) {
 		fmt.Fprintf(w, "everything is up to date (%s); nothing to do\n", engine.Plural(upToDate, "instance"))
 		return
 	}
 	// Every outcome is named: a run stopped by Ctrl-C ran no instance to
 	// the end, and "0 instances ran" alone hid the three it stopped.
-	parts := []string{engine.Plural(counts["ran"], "instance") + " ran"}
-	for _, action := range []string{"interrupted", "failed", "blocked"} {
-		if counts[action] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[action], action))
+	parts := []string{engine.Plural(counts[engine.Ran], "instance") + " " + engine.Ran.String()}
+	for _, o := range []engine.Outcome{engine.Interrupted, engine.Errored, engine.Blocked} {
+		if counts[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
 	}
 	were := "were"
@@ -189,8 +189,9 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 	}
 	blocked := map[string]bool{}
 	for _, r := range results {
-		if r.Action == "blocked" && r.Err != nil && strings.HasPrefix(r.Err.Error(), "not written") {
-			todo = append(todo, fmt.Sprintf("%s: %s", r.Node.ID, r.Err))
+		var partial *engine.PartialInputError
+		if r.Outcome == engine.Blocked && errors.As(r.Err, &partial) {
+			todo = append(todo, fmt.Sprintf("%s: %s", r.Node.ID, partial))
 			blocked[r.Node.ID] = true
 		}
 	}

@@ -33,14 +33,8 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:30000", "listen address")
 	var mc sim.Config
 	var cfg server.Config
-	fs.Uint64Var(&mc.Seed, "seed", 0, "model seed: answers are a pure function of prompt, seed and max tokens")
-	fs.IntVar(&mc.MeanTokens, "mean-tokens", 300, "mean natural completion length")
-	fs.Float64Var(&mc.Sigma, "sigma", 1, "lognormal shape of completion lengths (larger: longer tail)")
-	fs.IntVar(&mc.MaxLen, "max-len", 32768, "longest natural completion")
-	fs.IntVar(&mc.Context, "context", 0, "context window; longer requests get 400 (0: unlimited)")
-	fs.Float64Var(&mc.Reasoning, "reasoning", 0, "mean share of an answer spent thinking (0: no reasoning)")
-	fs.Float64Var(&mc.ToolCallRate, "tool-call-rate", 0.3, "chance of a tool call when the request offers tools")
-	fs.IntVar(&mc.EOS, "eos-id", 0, "id a stopped answer ends on, included in its output ids as SGLang and vLLM include it (0: the -tokenizer model's eos_token, else the sim's own, 3)")
+	mc.Flags(fs)
+	cfg.Drafter.Flags(fs)
 	fs.StringVar(&cfg.Name, "model", "sim", "served model name")
 	fs.Float64Var(&cfg.Speed, "speed", 0, "decode tokens/s per sequence (0: instant)")
 	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s of the server; decoding waits meanwhile (0: free)")

@@ -64,11 +64,11 @@ func TestReasonList(t *testing.T) {
 // other failure is left as it is.
 func TestWithDiskHint(t *testing.T) {
 	err := errors.New("generate[d]: commit generate[d]: database or disk is full")
-	full := []*engine.Result{{Action: "ran"}, {Action: "failed", Err: fmt.Errorf("write: %w", syscall.ENOSPC)}}
+	full := []*engine.Result{{Outcome: engine.Ran}, {Outcome: engine.Errored, Err: fmt.Errorf("write: %w", syscall.ENOSPC)}}
 	if got := withDiskHint(err, full, "/data/state.db").Error(); !strings.Contains(got, err.Error()+"\nthe disk is full: free space where the state store (/data/state.db)") {
 		t.Errorf("full disk: %q; want the error, then what to do", got)
 	}
-	other := []*engine.Result{{Action: "failed", Err: errors.New("http 500")}}
+	other := []*engine.Result{{Outcome: engine.Errored, Err: errors.New("http 500")}}
 	if got := withDiskHint(err, other, "/data/state.db"); got != err {
 		t.Errorf("other failure: %v; want it unchanged", got)
 	}

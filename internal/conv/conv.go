@@ -10,6 +10,15 @@ import (
 	"slices"
 )
 
+// ThinkStart and ThinkEnd are the tags a thinking model (Qwen3,
+// DeepSeek-R1) writes around its reasoning when it is inline in the
+// answer: what the backends split out, the filter checks, datasets carry
+// and the simulator writes.
+const (
+	ThinkStart = "<think>"
+	ThinkEnd   = "</think>"
+)
+
 // Roles a Message may carry. Loaders map every dataset vocabulary
 // (human/gpt, prompter, function_call/observation, ...) onto these.
 const (

@@ -98,8 +98,6 @@ func parseContent(raw json.RawMessage) (content, *RowError) {
 // Inline reasoning markers: <think> (Qwen, DeepSeek-R1) and the Sky-T1 /
 // Bespoke thought and solution markers.
 const (
-	thinkOpen     = "<think>"
-	thinkClose    = "</think>"
 	thoughtOpen   = "<|begin_of_thought|>"
 	thoughtClose  = "<|end_of_thought|>"
 	solutionOpen  = "<|begin_of_solution|>"
@@ -112,8 +110,8 @@ const (
 func splitReasoning(s string) (reasoning, answer string) {
 	t := strings.TrimLeft(s, " \t\r\n")
 	switch {
-	case strings.HasPrefix(t, thinkOpen):
-		r, a, closed := strings.Cut(t[len(thinkOpen):], thinkClose)
+	case strings.HasPrefix(t, conv.ThinkStart):
+		r, a, closed := strings.Cut(t[len(conv.ThinkStart):], conv.ThinkEnd)
 		if !closed {
 			return strings.TrimSpace(r), ""
 		}
@@ -129,8 +127,8 @@ func splitReasoning(s string) (reasoning, answer string) {
 			a = body
 		}
 		return strings.TrimSpace(r), strings.TrimSpace(a)
-	case !strings.Contains(s, thinkOpen) && strings.Contains(s, thinkClose):
-		r, a, _ := strings.Cut(s, thinkClose)
+	case !strings.Contains(s, conv.ThinkStart) && strings.Contains(s, conv.ThinkEnd):
+		r, a, _ := strings.Cut(s, conv.ThinkEnd)
 		return strings.TrimSpace(r), strings.TrimLeft(a, " \t\r\n")
 	}
 	return "", s

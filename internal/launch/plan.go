@@ -14,8 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // Shard is one unit of a launch: a file and the version of its content.
@@ -77,7 +75,7 @@ type Status struct {
 // launch failed or was cut short by a killed eaglet, or whose outputs are
 // gone. It reads the instance's checkpoints, which may be a snapshot's,
 // or nil when there is no store yet.
-func Plan(cp stages.Checkpoints, job *Job) ([]Status, error) {
+func Plan(cp Checkpoints, job *Job) ([]Status, error) {
 	if err := job.validate(); err != nil {
 		return nil, err
 	}

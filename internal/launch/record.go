@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // Record is one command started for one shard, checkpointed when it
@@ -82,8 +80,19 @@ func fromUnixNano(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
+// Checkpoints is where launches are recorded: the instance's own
+// checkpoints, which the stages package passes to its kinds; declared here
+// so this library does not import the stages above it.
+type Checkpoints interface {
+	// EachCheckpoint calls fn with every value whose key starts with
+	// prefix, in key order.
+	EachCheckpoint(prefix string, fn func(key string, value []byte) error) error
+	// PutCheckpoint stores value under key, replacing what was there.
+	PutCheckpoint(key string, value []byte) error
+}
+
 // save checkpoints r, replacing the earlier record of its shard version.
-func (r *Record) save(cp stages.Checkpoints) error {
+func (r *Record) save(cp Checkpoints) error {
 	outputs := r.Outputs
 	if outputs == nil {
 		outputs = []string{}
@@ -101,7 +110,7 @@ func (r *Record) save(cp stages.Checkpoints) error {
 }
 
 // records reads every launch checkpointed, by shard, then start time.
-func records(cp stages.Checkpoints) ([]Record, error) {
+func records(cp Checkpoints) ([]Record, error) {
 	var out []Record
 	err := cp.EachCheckpoint(keyPrefix, func(key string, value []byte) error {
 		var s stored

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
-
-	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // Run launches the command of every shard Plan says is due, at most
@@ -27,7 +25,7 @@ import (
 // commands are waited for (on_interrupt: wait) or sent SIGTERM, then
 // SIGKILL after the grace period (stop, the default), and the error wraps
 // ctx.Err(). A stopped shard is launched again by the next run.
-func Run(ctx context.Context, cp stages.Checkpoints, job *Job) ([]Status, error) {
+func Run(ctx context.Context, cp Checkpoints, job *Job) ([]Status, error) {
 	statuses, err := Plan(cp, job)
 	if err != nil {
 		return nil, err
@@ -97,7 +95,7 @@ func acquire(ctx context.Context, slots chan struct{}) bool {
 // Plan's reason, for the log. The record is stored as started before the
 // process exists, so a kill at any point leaves either no process or a
 // launch the next run repeats.
-func (j *Job) launch(ctx context.Context, cp stages.Checkpoints, sh Shard, why string) (*Record, error) {
+func (j *Job) launch(ctx context.Context, cp Checkpoints, sh Shard, why string) (*Record, error) {
 	argv, err := j.argv(sh)
 	if err != nil {
 		return nil, err
@@ -203,7 +201,7 @@ func (j *Job) wait(ctx context.Context, cmd *exec.Cmd, tag string) string {
 // killed outright, holding their GPUs). They are found by their launch's
 // tag and stopped as Ctrl-C stops a shard, before any shard is launched
 // again, so a relaunch never runs beside its stale self.
-func (j *Job) stopLeftovers(cp stages.Checkpoints) error {
+func (j *Job) stopLeftovers(cp Checkpoints) error {
 	stored, err := records(cp)
 	if err != nil {
 		return err

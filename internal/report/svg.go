@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/eaglet-dev/eaglet/internal/human"
 )
 
 // Chart is one inline SVG chart. The SVG carries data-chart (its ID) and
@@ -72,7 +74,7 @@ func histChart(id, what string, h Histogram) Chart {
 	axes(&s)
 	every := max(1, (n+7)/8)
 	for i := 0; i <= n; i += every {
-		s.f(`<text class="axis-label x" x="%.1f" y="%d" text-anchor="middle">%s</text>`, padL+float64(i)*bw, padT+plotH+14, short(h.Edges[i]))
+		s.f(`<text class="axis-label x" x="%.1f" y="%d" text-anchor="middle">%s</text>`, padL+float64(i)*bw, padT+plotH+14, human.Int(h.Edges[i]))
 	}
 	yLabels(&s, float64(peak), "%.0f")
 	scale := "linear scale"
@@ -105,7 +107,7 @@ func axes(s *svgBuilder) {
 func yLabels(s *svgBuilder, top float64, format string) {
 	for _, f := range []float64{0, 0.5, 1} {
 		y := padT + plotH - f*plotH
-		s.f(`<text class="axis-label y" x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-4, y+4, esc(shortF(top*f, format)))
+		s.f(`<text class="axis-label y" x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-4, y+4, esc(axisLabel(top*f, format)))
 	}
 }
 
@@ -214,24 +216,6 @@ func lineChart(id, what, unit string, bins int, width float64, ss []series) Char
 	return c
 }
 
-// short writes a token count compactly: 950, 1.5k, 16k.
-func short(n int) string {
-	switch {
-	case n >= 10_000:
-		return fmt.Sprintf("%dk", (n+500)/1000)
-	case n >= 1000:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1000), ".0") + "k"
-	}
-	return fmt.Sprint(n)
-}
-
-func shortF(v float64, format string) string {
-	if v >= 1000 {
-		return short(int(v))
-	}
-	return fmt.Sprintf(format, v)
-}
-
 // elapsed writes seconds as 45s, 12m30s or 3h05m.
 func elapsed(sec float64) string {
 	d := int(math.Round(sec))
@@ -250,4 +234,13 @@ func ellipsis(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// axisLabel writes a value axis's tick: compact from 1,000 up, else in the
+// chart's own format (a share's 0.25).
+func axisLabel(v float64, format string) string {
+	if v >= 1000 {
+		return human.Count(v)
+	}
+	return fmt.Sprintf(format, v)
 }

@@ -15,30 +15,34 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
-// Config shapes a Model. Zero fields take the documented defaults.
+// Config shapes a Model. It is the one declaration of the simulated
+// model's settings: an `api: sim` endpoint's options embed it, sim-server's
+// flags are bound from it (Flags), and both take its defaults, which New
+// also fills in for a field left zero, since none of them can be 0.
 type Config struct {
-	Seed uint64
-	// MeanTokens is the mean natural completion length in sim tokens (300).
-	MeanTokens int
-	// Sigma is the lognormal shape of natural lengths (1.0): larger means a
+	Seed uint64 `yaml:"seed" flag:"seed" doc:"seeds the answers: an answer is a pure function of prompt, seed and max tokens"`
+	// MeanTokens is the mean natural completion length in sim tokens.
+	MeanTokens int `yaml:"mean_tokens" flag:"mean-tokens" default:"300" doc:"mean answer length in tokens"`
+	// Sigma is the lognormal shape of natural lengths: larger means a
 	// longer tail.
-	Sigma float64
-	// MaxLen caps natural lengths, as a model's context would (32768).
-	MaxLen int
+	Sigma float64 `yaml:"sigma" flag:"sigma" default:"1" doc:"lognormal shape of answer lengths: larger, a longer tail"`
+	// MaxLen caps natural lengths, as a model's context would.
+	MaxLen int `yaml:"max_len" flag:"max-len" default:"32768" doc:"longest natural answer"`
 	// Reasoning is the mean share of an answer spent thinking inside
 	// <think>...</think>; 0 makes a non-thinking model.
-	Reasoning float64
+	Reasoning float64 `yaml:"reasoning" flag:"reasoning" doc:"mean share of an answer spent thinking; 0: a model that does not think"`
 	// Context, when set, is the context window: a prompt whose tokens plus
 	// max tokens exceed it is rejected, as real servers do.
-	Context int
+	Context int `yaml:"context" flag:"context" doc:"context window: prompt plus max tokens beyond it is rejected (400 over HTTP), as servers do; 0: unlimited"`
 	// ToolCallRate is the chance of answering with a tool call when the
 	// prompt offers tools.
-	ToolCallRate float64
+	ToolCallRate float64 `yaml:"tool_call_rate" flag:"tool-call-rate" doc:"chance of a tool call when the prompt offers tools"`
 	// EOS is the id an answer that stops ends on (default the sim's own,
 	// 3): a real model's end-of-turn id (151645, Qwen3's <|im_end|>) makes
 	// the output ids end as that model's do, for tests of the rows made
-	// from them.
-	EOS int
+	// from them. An `api: sim` endpoint answers in sim tokens, so only the
+	// HTTP server sets it.
+	EOS int `yaml:"-" flag:"eos-id" doc:"id a stopped answer ends on, included in its output ids as SGLang and vLLM include it (0: the -tokenizer model's eos_token, else the sim's own, 3)"`
 }
 
 // Model answers prompts; it is immutable and safe for concurrent use.
@@ -47,17 +51,9 @@ type Model struct {
 	mu  float64 // lognormal location
 }
 
-// New returns a Model with cfg's defaults filled in.
+// New returns a Model with cfg's defaults filled in for its zero fields.
 func New(cfg Config) *Model {
-	if cfg.MeanTokens <= 0 {
-		cfg.MeanTokens = 300
-	}
-	if cfg.Sigma <= 0 {
-		cfg.Sigma = 1
-	}
-	if cfg.MaxLen <= 0 {
-		cfg.MaxLen = 32768
-	}
+	fillDefaults(&cfg)
 	if cfg.EOS <= 0 {
 		cfg.EOS = EOS
 	}
@@ -222,11 +218,11 @@ func (m *Model) Answer(p Prompt, o Options) *Answer {
 	}
 
 	if reasoning > 0 {
-		emit("<think>", ThinkStart, PartThink)
+		emit(conv.ThinkStart, ThinkStart, PartThink)
 		w := newWriter(mix(key, 1), true, false)
 		for i := 0; i < reasoning && emit(w.next(), 0, PartReasoning); i++ {
 		}
-		emit("</think>", ThinkEnd, PartThink)
+		emit(conv.ThinkEnd, ThinkEnd, PartThink)
 	}
 	var args []string
 	if tool != nil {

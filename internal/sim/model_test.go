@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"reflect"
@@ -137,4 +138,33 @@ func ExampleModel_Answer() {
 	//
 	// Market energy query new
 	// content: This theory line shows returns different into clearly changes or rate. Data makes data on holds carefully rate theory size. Method cache into should step same node output should not on.
+}
+
+// TestConfig_OneDeclaration checks that sim-server's flags and a Go
+// caller's zero Config give the same model, and that every setting is
+// documented: the in-process and HTTP simulators must not disagree.
+func TestConfig_OneDeclaration(t *testing.T) {
+	var flagged Config
+	fs := flag.NewFlagSet("sim-server", flag.ContinueOnError)
+	flagged.Flags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := New(flagged).Config(), New(Config{}).Config(); got != want {
+		t.Errorf("sim-server's defaults give %+v, a zero Config %+v", got, want)
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
+		if f.Tag.Get("flag") == "" || f.Tag.Get("doc") == "" {
+			t.Errorf("Config.%s has no flag or doc tag", f.Name)
+		}
+		if fs.Lookup(f.Tag.Get("flag")) == nil {
+			t.Errorf("Config.%s: no flag -%s bound", f.Name, f.Tag.Get("flag"))
+		}
+	}
+	if err := fs.Parse([]string{"-mean-tokens", "80", "-tool-call-rate", "0.5", "-seed", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if flagged.MeanTokens != 80 || flagged.ToolCallRate != 0.5 || flagged.Seed != 7 {
+		t.Errorf("flags set %+v", flagged)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	_ "github.com/eaglet-dev/eaglet/stages/all"
 	"github.com/eaglet-dev/eaglet/stages/cap"
@@ -94,8 +95,8 @@ stages:
 				t.Errorf("saved output digest %s, the stored rows' %s (%d records)", in.OutputDigest, digest, records)
 			}
 			for id, r := range enginetest.Run(t, p, store, nil) {
-				if r.Action != "up to date" {
-					t.Errorf("second run: %s %s (%s)", id, r.Action, r.Why)
+				if r.Outcome != engine.UpToDate {
+					t.Errorf("second run: %s %s (%s)", id, r.Outcome, r.Decision)
 				}
 			}
 		})

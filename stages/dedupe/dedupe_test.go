@@ -211,8 +211,8 @@ func TestDedupe_GeneratesEachPromptOnce(t *testing.T) {
 				// A second run sends nothing and reruns nothing.
 				_, _, results := run(t, dir)
 				for id, r := range results {
-					if r.Action != "up to date" {
-						t.Errorf("second run: %s %s (%s)", id, r.Action, r.Why)
+					if r.Outcome != engine.UpToDate {
+						t.Errorf("second run: %s %s (%s)", id, r.Outcome, r.Decision)
 					}
 				}
 				if n := srv.Take(); n != 0 {
@@ -276,8 +276,8 @@ func TestDedupe_BenchmarkEditReruns(t *testing.T) {
 	f.WriteString(`{"question": "Summarize the plot of Moby Dick in three sentences for a ten year old reader."}` + "\n")
 	f.Close()
 	_, store, results := run(t, dir)
-	if r := results["dedupe"]; r.Action != "ran" {
-		t.Errorf("dedupe after a benchmark edit: %s (%s), want ran", r.Action, r.Why)
+	if r := results["dedupe"]; r.Outcome != engine.Ran {
+		t.Errorf("dedupe after a benchmark edit: %s (%s), want ran", r.Outcome, r.Decision)
 	}
 	if n := srv.Take(); n != 0 {
 		t.Errorf("%d requests after a benchmark edit, want 0", n)
@@ -386,7 +386,7 @@ func TestDedupe_PlanCountsPerDataset(t *testing.T) {
 			got = s.Todo
 		}
 		if s.Err != nil || got != want[s.Node.ID] {
-			t.Errorf("plan %s: %d records (%s, %v), want %d", s.Node.ID, got, s.Action, s.Err, want[s.Node.ID])
+			t.Errorf("plan %s: %d records (%s, %v), want %d", s.Node.ID, got, s.Words(), s.Err, want[s.Node.ID])
 		}
 	}
 	if n := srv.Take(); n != 0 {

@@ -121,7 +121,7 @@ func targetMarkers(r *Rules, spec *specs.Spec) []markers {
 		}
 	}
 	if len(out) == 0 {
-		out = []markers{{"<think>", "</think>"}}
+		out = []markers{{conv.ThinkStart, conv.ThinkEnd}}
 	}
 	return out
 }

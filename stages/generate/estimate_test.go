@@ -50,7 +50,7 @@ stages:
 				t.Fatalf("plan %s: %v", st.Node.ID, st.Err)
 			}
 			if st.Node.ID == "generate[d]" {
-				return st.Estimate.Records, st.NewTokens, st.Estimate.PromptTokens, st.Action
+				return st.Estimate.Records, st.NewTokens, st.Estimate.PromptTokens, st.Words()
 			}
 		}
 		t.Fatal("no generate[d] in the plan")

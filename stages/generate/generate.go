@@ -97,11 +97,10 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	}
 	if o.Tokenizer != "" {
 		dir := inst.Spec.Resolve(o.Tokenizer)
-		v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
-		if err != nil {
-			return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+		var err error
+		if g.tok, err = inst.Shared.Tokenizer(dir); err != nil {
+			return nil, err
 		}
-		g.tok = v.(*tokenizer.Tokenizer)
 		if g.ep.takesIDs {
 			if g.tmpl, err = chat.Pinned(g.tok, "", o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
 				return nil, &specs.Error{Pos: inst.Stage.OptionPos("tokenizer"), Msg: fmt.Sprintf("tokenizer %s: %v", dir, err)}
@@ -142,11 +141,11 @@ func (g *Generate) setStopIDs(inst *stages.Instance) error {
 		}
 	}
 	dir = inst.Spec.Resolve(dir)
-	v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+	tok, err := inst.Shared.Tokenizer(dir)
 	if err != nil {
-		return fmt.Errorf("tokenizer %s: %w", dir, err)
+		return err
 	}
-	g.stopIDs = chat.StopIDs(v.(*tokenizer.Tokenizer))
+	g.stopIDs = chat.StopIDs(tok)
 	return nil
 }
 

@@ -102,8 +102,8 @@ func TestQuota_AcceptedWithinTheInFlightWindow(t *testing.T) {
 		t.Errorf("%d generated + %d skipped (target reached); want all 3000 records accounted for", generated, skipped)
 	}
 
-	if res := enginetest.Run(t, p, store, nil); srv.Take() != 0 || res["generate[d]"].Action != "up to date" {
-		t.Errorf("a second run sent requests or ran (%s); the quota was met", res["generate[d]"].Action)
+	if res := enginetest.Run(t, p, store, nil); srv.Take() != 0 || res["generate[d]"].Outcome != engine.UpToDate {
+		t.Errorf("a second run sent requests or ran (%s); the quota was met", res["generate[d]"].Outcome)
 	}
 
 	p, store = enginetest.Open(t, dir, quotaSpec(srv.URL, quota+200, ""))
@@ -162,12 +162,12 @@ func TestQuota_Plan(t *testing.T) {
 	}
 	spec := strings.Replace(quotaSpec(srv.URL, 100, ""), "target: {accepted: 100}", "target: {accepted: 100, est_acceptance: 0.25}", 1)
 	p, store := enginetest.Open(t, dir, spec)
-	if s := step(p, store); s.Estimate.Records != 400 || !strings.Contains(s.Action, "target 100 accepted: ~400 more answers at 25% acceptance") {
-		t.Errorf("plan before the run: %d records, %q; want 400 (100 / 0.25)", s.Estimate.Records, s.Action)
+	if s := step(p, store); s.Estimate.Records != 400 || !strings.Contains(s.Words(), "target 100 accepted: ~400 more answers at 25% acceptance") {
+		t.Errorf("plan before the run: %d records, %q; want 400 (100 / 0.25)", s.Estimate.Records, s.Words())
 	}
 	enginetest.Run(t, p, store, nil)
-	if s := step(p, store); s.Run || !strings.Contains(s.Action, "skipped for target; raise the target to continue") {
-		t.Errorf("plan after the quota was met: %q; want up to date", s.Action)
+	if s := step(p, store); s.Runs() || !strings.Contains(s.Words(), "skipped for target; raise the target to continue") {
+		t.Errorf("plan after the quota was met: %q; want up to date", s.Words())
 	}
 	kept, _ := doneAndSkipped(t, store, "generate[d]", "")
 	accepted, _ := doneAndSkipped(t, store, "filter[d]", "")
@@ -176,8 +176,8 @@ func TestQuota_Plan(t *testing.T) {
 	// What is kept, and the rest of the quota at the measured ~40%,
 	// pulled a little towards the prior.
 	lo, hi := kept+int(float64(200-accepted)/0.45), kept+int(float64(200-accepted)/0.35)
-	if !s.Run || s.Estimate.Records < lo || s.Estimate.Records > hi {
-		t.Errorf("plan after raising the quota to 200: %d records, %q; want %d kept + (200 - %d accepted) / ~0.4: %d to %d", s.Estimate.Records, s.Action, kept, accepted, lo, hi)
+	if !s.Runs() || s.Estimate.Records < lo || s.Estimate.Records > hi {
+		t.Errorf("plan after raising the quota to 200: %d records, %q; want %d kept + (200 - %d accepted) / ~0.4: %d to %d", s.Estimate.Records, s.Words(), kept, accepted, lo, hi)
 	}
 	if n := srv.Take(); n > 400 {
 		t.Errorf("%d requests; plans must send none", n)

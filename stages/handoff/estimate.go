@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
 )
 
@@ -73,23 +74,10 @@ func (h *Handoff) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	tokens := in.PromptTokens + in.CompletionTokens
 	out.Note = fmt.Sprintf("writes %s/v-<content>/ in %d shards, format %s", h.opts.Out, h.opts.Shards, h.opts.Format)
 	if e := h.hiddenStates(tokens); e != nil {
-		out.Note += fmt.Sprintf("; hidden states ≈ %s (%d tokens × %d × %d layers × %d bytes)", humanBytes(e.DiskBytes), tokens, e.HiddenSize, e.Layers, e.Bytes)
+		out.Note += fmt.Sprintf("; hidden states ≈ %s (%d tokens × %d × %d layers × %d bytes)", human.Bytes(e.DiskBytes), tokens, e.HiddenSize, e.Layers, e.Bytes)
 		if e.Seconds > 0 {
 			out.Note += fmt.Sprintf(", extraction ≈ %s", time.Duration(e.Seconds*float64(time.Second)).Round(time.Second))
 		}
 	}
 	return out, nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

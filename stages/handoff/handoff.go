@@ -241,9 +241,9 @@ func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		h.paths = append(h.paths, tpl)
 	}
 	h.load = func() error {
-		v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+		tok, err := inst.Shared.Tokenizer(dir)
 		if err != nil {
-			return fmt.Errorf("tokenizer %s: %w", dir, err)
+			return err
 		}
 		src := ""
 		if tpl != "" {
@@ -253,7 +253,7 @@ func newHandoff(inst *stages.Instance, o *Options) (stages.Stage, error) {
 			}
 			src = string(b)
 		}
-		if h.tmpl, err = chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
+		if h.tmpl, err = chat.Pinned(tok, src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now); err != nil {
 			return &specs.Error{Pos: inst.Stage.Pos, Msg: fmt.Sprintf("stage %s: tokenizer %s: %v", inst.Stage.Name, dir, err)}
 		}
 		return nil

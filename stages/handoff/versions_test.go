@@ -191,8 +191,8 @@ func TestHandoff_SamplingIsPartOfTheRows(t *testing.T) {
 	first := current(t, dir)
 	p, store := enginetest.Open(t, dir, spec(0.9))
 	for _, st := range p.Plan(store, engine.Selection{}) {
-		if st.Node.ID == "handoff" && !strings.HasPrefix(st.Action, `will rerun: sampling {"temperature":0.6} -> {"temperature":0.9} (`) {
-			t.Errorf("plan: handoff %q; want it to rerun for the sampling", st.Action)
+		if st.Node.ID == "handoff" && !strings.HasPrefix(st.Words(), `will rerun: sampling {"temperature":0.6} -> {"temperature":0.9} (`) {
+			t.Errorf("plan: handoff %q; want it to rerun for the sampling", st.Words())
 		}
 	}
 	enginetest.Run(t, p, store, nil)

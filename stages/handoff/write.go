@@ -280,16 +280,13 @@ func (h *Handoff) row(rec *conv.Record, t answer, tk *tokens) (row, error) {
 		// an end-of-turn after a max_tokens cut.
 		v = textRow{ID: rowID(rec, t), Text: h.tmpl.Tokenizer().Decode(tk.ids), Metadata: h.metadata(rec, t, tk)}
 	default:
-		convo := conv.ToOpenAI(t.conversation())
 		if h.opts.Format == FormatSpecForge {
 			// judge dropped the turns SpecForge's validator would stop at.
-			tools := ""
-			if len(rec.Tools) > 0 {
-				b, _ := json.Marshal(conv.ToolsToOpenAI(rec.Tools))
-				tools = string(b)
-			}
-			v = specForgeRow{ID: rowID(rec, t), Status: "success", Conversations: convo, Tools: tools, Metadata: h.metadata(rec, t, tk)}
+			r := conv.NewSpecForgeRow(rowID(rec, t), t.conversation(), rec.Tools)
+			r.Status, r.Metadata = "success", h.metadata(rec, t, tk)
+			v = r
 		} else {
+			convo := conv.ToOpenAI(t.conversation())
 			keepNull(convo, t.conversation())
 			v = messagesRow{ID: rowID(rec, t), Messages: convo, Tools: conv.ToolsToOpenAI(rec.Tools), Metadata: h.metadata(rec, t, tk)}
 		}
@@ -357,16 +354,6 @@ type (
 		InputIDs  []int    `json:"input_ids"`
 		LossMask  []int    `json:"loss_mask"`
 		Metadata  metadata `json:"metadata"`
-	}
-	// specForgeRow is a regenerated conversation as SpecForge's validator
-	// and training loader read it; tools are a JSON string, as its own
-	// generator writes them, so Arrow needs no schema across rows.
-	specForgeRow struct {
-		ID            string               `json:"id"`
-		Status        string               `json:"status"`
-		Conversations []conv.OpenAIMessage `json:"conversations"`
-		Tools         string               `json:"tools,omitempty"`
-		Metadata      metadata             `json:"metadata"`
 	}
 	// textRow is the rendered conversation for SpecForge's --is-preformatted.
 	textRow struct {

@@ -302,7 +302,7 @@ func (m *Merge) write(ctx context.Context, out stages.Input, path string, eval b
 			case "record":
 				return enc.Encode(rec)
 			case "specforge":
-				return enc.Encode(toSpecForge(rec))
+				return enc.Encode(conv.NewSpecForgeRow(rec.Key, rec.Conversation(), rec.Tools))
 			}
 			return enc.Encode(toLine(rec))
 		})

@@ -48,7 +48,7 @@ func TestSpecForge_RoundTrip(t *testing.T) {
 	}, Tools: []conv.ToolDef{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`)}},
 		Generation: &conv.Generation{Content: "", Reasoning: "need the tool",
 			ToolCalls: []conv.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}}}}
-	b, err := json.Marshal(toSpecForge(rec))
+	b, err := json.Marshal(conv.NewSpecForgeRow(rec.Key, rec.Conversation(), rec.Tools))
 	if err != nil {
 		t.Fatal(err)
 	}

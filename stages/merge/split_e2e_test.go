@@ -68,8 +68,8 @@ stages:
 	}
 	os.Remove(filepath.Join(dir, "eval.jsonl"))
 	res := enginetest.Run(t, p, store, nil)
-	if res["merge"].Action != "ran" || lines("eval.jsonl") != eval {
-		t.Errorf("after eval.jsonl was deleted merge %s and wrote %d lines; want it rewritten with %d", res["merge"].Action, lines("eval.jsonl"), eval)
+	if res["merge"].Outcome != engine.Ran || lines("eval.jsonl") != eval {
+		t.Errorf("after eval.jsonl was deleted merge %s and wrote %d lines; want it rewritten with %d", res["merge"].Outcome, lines("eval.jsonl"), eval)
 	}
 }
 

@@ -55,7 +55,7 @@ func runOn(t *testing.T, p *engine.Pipeline, store *state.Store, day time.Time) 
 		if r.Err != nil {
 			t.Fatalf("%s: %v", r.Node.ID, r.Err)
 		}
-		actions[r.Node.ID] = r.Action
+		actions[r.Node.ID] = r.Outcome.String()
 	}
 	return actions
 }
@@ -100,7 +100,7 @@ func TestTokenize_DatePinsRenders(t *testing.T) {
 	why := ""
 	for _, s := range p.Plan(store, engine.Selection{}) {
 		if s.Node.ID == "tokenize[d]" {
-			why = s.Action
+			why = s.Words()
 		}
 	}
 	if want := `will rerun: date "2026-03-14" -> "2026-03-15"`; why != want {

@@ -94,9 +94,9 @@ func newTokenize(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	t.load = func() (*chat.Template, error) {
 		// Half a second for a 150k vocabulary: once per run, shared
 		// with the handoff reading the same directory.
-		v, err := inst.Shared.Get("tokenizer:"+dir, func() (any, error) { return tokenizer.Load(dir) })
+		tok, err := inst.Shared.Tokenizer(dir)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer %s: %w", dir, err)
+			return nil, err
 		}
 		src := ""
 		if tpl != "" {
@@ -106,7 +106,7 @@ func newTokenize(inst *stages.Instance, o *Options) (stages.Stage, error) {
 			}
 			src = string(b)
 		}
-		tmpl, err := chat.Pinned(v.(*tokenizer.Tokenizer), src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now)
+		tmpl, err := chat.Pinned(tok, src, o.Date, o.ChatTemplateKwargs, inst.Shared.Now)
 		if err != nil {
 			return nil, &specs.Error{Pos: inst.Stage.Pos, Msg: err.Error()}
 		}

@@ -33,6 +33,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	sp := s.speculate(&p, a, req.Temperature)
 	id, created := newID("cmpl", a), time.Now().Unix()
 	frame := func(choices []map[string]any) map[string]any {
 		return map[string]any{"id": id, "object": "text_completion", "created": created, "model": s.cfg.Name, "choices": choices}
@@ -50,10 +51,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if !req.Stream {
-		if err := s.produce(r.Context(), a, maxTokens, func(int) error { return nil }); err != nil {
+		if err := s.produce(r.Context(), a, sp, maxTokens, func(int) error { return nil }); err != nil {
 			return
 		}
-		s.finished(a)
+		s.finished(a, sp)
 		out := frame([]map[string]any{choice(a.Tokens, a.FinishReason)})
 		out["usage"] = usage(a, len(a.Tokens))
 		writeBody(w, f, out)
@@ -67,7 +68,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	errEvent := frame([]map[string]any{{"index": 0, "text": "", "finish_reason": "error"}})
 	errEvent["error"] = map[string]any{"code": "server_error", "message": "Provider disconnected unexpectedly"}
 	sent := 0
-	err := s.produce(r.Context(), a, maxTokens, func(n int) error {
+	err := s.produce(r.Context(), a, sp, maxTokens, func(n int) error {
 		if e.streamFault(f, n, len(a.Tokens), errEvent) {
 			return errStop
 		}
@@ -82,7 +83,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.finished(a)
+	s.finished(a, sp)
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		last := frame([]map[string]any{})
 		last["usage"] = usage(a, len(a.Tokens))

@@ -13,7 +13,8 @@ type generateRequest struct {
 	Text           json.RawMessage `json:"text"`
 	InputIDs       json.RawMessage `json:"input_ids"`
 	SamplingParams struct {
-		MaxNewTokens *int `json:"max_new_tokens"`
+		MaxNewTokens *int     `json:"max_new_tokens"`
+		Temperature  *float64 `json:"temperature"`
 	} `json:"sampling_params"`
 	Stream bool            `json:"stream"`
 	RID    json.RawMessage `json:"rid"`
@@ -25,7 +26,9 @@ const sglangDefaultMaxNewTokens = 128
 // generate serves SGLang's POST /generate for a single prompt. The text is
 // the raw completion (no reasoning parser runs on /generate, so thinking
 // stays inline) and output_ids end with the end-of-turn id when the answer
-// stopped, which finish_reason.matched names.
+// stopped, which finish_reason.matched names. With a drafter the final
+// meta_info reports the speculation, as SGLang reports it when the
+// request finishes.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	var req generateRequest
 	f, ok := s.readRequest(w, r, &req, false)
@@ -54,24 +57,25 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(req.RID, &rid) != nil || rid == "" {
 		rid = newID("sim", a)
 	}
-	out := &generateOutput{a: a, rid: rid, maxTokens: maxTokens, eos: s.cfg.Model.Config().EOS}
+	sp := s.speculate(&p, a, req.SamplingParams.Temperature)
+	out := &generateOutput{a: a, rid: rid, maxTokens: maxTokens, eos: s.cfg.Model.Config().EOS, spec: sp}
 
 	if !req.Stream {
-		if err := s.produce(r.Context(), a, maxTokens, func(int) error { return nil }); err != nil {
+		if err := s.produce(r.Context(), a, sp, maxTokens, func(int) error { return nil }); err != nil {
 			return
 		}
 		if f == faultStreamError {
 			s.errorStatus(w, false, http.StatusInternalServerError, "", "simulated scheduler abort")
 			return
 		}
-		s.finished(a)
+		s.finished(a, sp)
 		writeBody(w, f, out.chunk(len(a.Tokens), 0, true))
 		return
 	}
 
 	e := startSSE(w)
 	sent := 0
-	err := s.produce(r.Context(), a, maxTokens, func(n int) error {
+	err := s.produce(r.Context(), a, sp, maxTokens, func(n int) error {
 		if e.streamFault(f, n, len(a.Tokens), map[string]any{"error": map[string]any{"message": "simulated abort mid-stream"}}) {
 			return errStop
 		}
@@ -85,7 +89,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.finished(a)
+	s.finished(a, sp)
 	e.done()
 }
 
@@ -96,6 +100,8 @@ type generateOutput struct {
 	// eos is the id a stopped answer ends on, which finish_reason.matched
 	// names.
 	eos int
+	// spec is the answer's speculation, nil without a drafter.
+	spec *sim.Speculation
 }
 
 // chunk renders tokens [from, n) in /generate's response shape.
@@ -108,28 +114,42 @@ func (o *generateOutput) chunk(n, from int, final bool) map[string]any {
 	}
 	var finish any
 	if final {
-		if o.a.FinishReason == "length" {
-			finish = map[string]any{"type": "length", "length": o.maxTokens}
-		} else {
-			finish = map[string]any{"type": "stop", "matched": o.eos}
-		}
+		finish = o.finishReason()
 	}
+	return map[string]any{
+		"text":       text.String(),
+		"output_ids": ids,
+		"meta_info":  o.metaInfo(n, finish, final),
+	}
+}
+
+// finishReason is a finished answer's finish_reason in meta_info.
+func (o *generateOutput) finishReason() map[string]any {
+	if o.a.FinishReason == "length" {
+		return map[string]any{"type": "length", "length": o.maxTokens}
+	}
+	return map[string]any{"type": "stop", "matched": o.eos}
+}
+
+// metaInfo is SGLang's meta_info for the first n tokens, with the
+// speculation once the request is finished.
+func (o *generateOutput) metaInfo(n int, finish any, finished bool) map[string]any {
 	reasoning := 0
 	for _, t := range o.a.Tokens[:n] {
 		if t.Part == sim.PartReasoning || t.Part == sim.PartThink {
 			reasoning++
 		}
 	}
-	return map[string]any{
-		"text":       text.String(),
-		"output_ids": ids,
-		"meta_info": map[string]any{
-			"id":                o.rid,
-			"finish_reason":     finish,
-			"prompt_tokens":     o.a.PromptTokens,
-			"completion_tokens": n,
-			"cached_tokens":     0,
-			"reasoning_tokens":  reasoning,
-		},
+	meta := map[string]any{
+		"id":                o.rid,
+		"finish_reason":     finish,
+		"prompt_tokens":     o.a.PromptTokens,
+		"completion_tokens": n,
+		"cached_tokens":     0,
+		"reasoning_tokens":  reasoning,
 	}
+	if finished {
+		addSpecMeta(meta, o.spec, n)
+	}
+	return meta
 }

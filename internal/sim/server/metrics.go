@@ -8,7 +8,8 @@ import (
 
 // metrics serves GET /metrics in Prometheus' text format with the names
 // SGLang exports (python/sglang/srt/metrics/collector.py), so a client that
-// reads a real server's load reads the simulator's the same way.
+// reads a real server's load reads the simulator's the same way; with a
+// drafter, vLLM's speculative-decoding counters follow.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	st := s.Stats()
 	usage := 0.0
@@ -28,6 +29,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	metric("new_token_ratio", "gauge", "The new token ratio.", st.NewTokenRatio)
 	metric("num_retracted_requests_total", "counter", "Total number of retracted requests.", float64(st.Retractions))
 	metric("generation_tokens_total", "counter", "Number of generation tokens processed.", float64(st.CompletionTokens))
+	s.spec.write(&b, s.cfg.Name)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write([]byte(b.String()))
 }

@@ -28,7 +28,11 @@ type chatRequest struct {
 	StreamOptions       *streamOptions    `json:"stream_options"`
 	ChatTemplateKwargs  map[string]any    `json:"chat_template_kwargs"`
 	ReturnTokenIDs      bool              `json:"return_token_ids"`
-	Prompt              json.RawMessage   `json:"prompt"` // completions only
+	Temperature         *float64          `json:"temperature"`
+	// ReturnMetaInfo asks SGLang's chat route for each choice's
+	// meta_info, the speculation's figures included; streams refuse it.
+	ReturnMetaInfo bool            `json:"return_meta_info"`
+	Prompt         json.RawMessage `json:"prompt"` // completions only
 }
 
 // chatMessage is a request's message; vLLM and OpenRouter spell
@@ -118,6 +122,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if req.Stream && req.ReturnMetaInfo {
+		s.badRequest(w, true, "return_meta_info is not supported with streaming. Please set stream=false when using return_meta_info=true.")
+		return
+	}
 	msgs, tools, err := req.messages()
 	if err != nil || len(msgs) == 0 {
 		s.badRequest(w, true, "messages: a non-empty list of messages is required")
@@ -133,15 +141,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if maxTokens == 0 {
 		maxTokens = s.cfg.Model.Config().MaxLen
 	}
-	c := &chatOutput{s: s, a: a, req: &req, id: newID("chatcmpl", a), created: time.Now().Unix()}
+	c := &chatOutput{s: s, a: a, req: &req, id: newID("chatcmpl", a), created: time.Now().Unix(),
+		spec: s.speculate(&prompt, a, req.Temperature), maxTokens: maxTokens}
 	if req.ReturnTokenIDs {
 		c.promptIDs = prompt.TokenIDs()
 	}
 	if !req.Stream {
-		if err := s.produce(r.Context(), a, maxTokens, func(int) error { return nil }); err != nil {
+		if err := s.produce(r.Context(), a, c.spec, maxTokens, func(int) error { return nil }); err != nil {
 			return
 		}
-		s.finished(a)
+		s.finished(a, c.spec)
 		writeBody(w, f, c.full(f))
 		return
 	}
@@ -158,6 +167,9 @@ type chatOutput struct {
 	// body, or in a stream's first event.
 	promptIDs  []int
 	sentPrompt bool
+	// spec is the answer's speculation, nil without a drafter.
+	spec      *sim.Speculation
+	maxTokens int
 }
 
 func (c *chatOutput) frame(object string, choices []map[string]any) map[string]any {
@@ -198,6 +210,9 @@ func (c *chatOutput) full(f fault) map[string]any {
 	if c.req.ReturnTokenIDs {
 		choice["token_ids"] = ids(c.a.Tokens)
 	}
+	if c.req.ReturnMetaInfo {
+		choice["meta_info"] = c.metaInfo()
+	}
 	out := c.frame("chat.completion", []map[string]any{choice})
 	out["usage"] = usage(c.a, len(c.a.Tokens))
 	if f == faultStreamError {
@@ -205,6 +220,18 @@ func (c *chatOutput) full(f fault) map[string]any {
 		out["error"] = map[string]any{"code": 502, "message": "Provider returned error"}
 	}
 	return out
+}
+
+// metaInfo is the choice's meta_info as SGLang returns it: /generate's,
+// whose finish_reason the tool-call parser has rewritten in place when the
+// answer called a tool.
+func (c *chatOutput) metaInfo() map[string]any {
+	o := &generateOutput{a: c.a, rid: c.id, maxTokens: c.maxTokens, eos: c.s.cfg.Model.Config().EOS, spec: c.spec}
+	finish := o.finishReason()
+	if c.a.FinishReason == "tool_calls" {
+		finish = map[string]any{"type": "tool_calls", "matched": nil}
+	}
+	return o.metaInfo(len(c.a.Tokens), finish, true)
 }
 
 // inline renders reasoning and content as a model without a reasoning
@@ -250,7 +277,7 @@ func (c *chatOutput) stream(w http.ResponseWriter, r *http.Request, f fault, max
 
 	sent, toolStarted := 0, false
 	var pending []int // ids of tokens with no text of their own
-	err := c.s.produce(r.Context(), c.a, maxTokens, func(n int) error {
+	err := c.s.produce(r.Context(), c.a, c.spec, maxTokens, func(n int) error {
 		if e.streamFault(f, n, len(c.a.Tokens), errEvent) {
 			return errStop
 		}
@@ -295,7 +322,7 @@ func (c *chatOutput) stream(w http.ResponseWriter, r *http.Request, f fault, max
 	if err != nil {
 		return
 	}
-	c.s.finished(c.a)
+	c.s.finished(c.a, c.spec)
 	choice := map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": c.a.FinishReason, "logprobs": nil}
 	if c.req.ReturnTokenIDs {
 		choice["token_ids"] = append([]int{}, pending...)

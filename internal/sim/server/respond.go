@@ -111,9 +111,10 @@ func (s *Server) render(p *sim.Prompt) error {
 	return nil
 }
 
-// produce runs an answer's n tokens out at the configured speed, calling
-// emit with the count produced so far (in StreamChunk steps when instant).
-func (s *Server) produce(ctx context.Context, a *sim.Answer, maxTokens int, emit func(n int) error) error {
+// produce runs an answer's n tokens out at the configured speed, faster
+// by its speculation's pace, calling emit with the count produced so far
+// (in StreamChunk steps when instant).
+func (s *Server) produce(ctx context.Context, a *sim.Answer, sp *sim.Speculation, maxTokens int, emit func(n int) error) error {
 	n := a.CompletionTokens()
 	if s.sched == nil {
 		for k := min(s.cfg.StreamChunk, n); ; k = min(k+s.cfg.StreamChunk, n) {
@@ -125,12 +126,13 @@ func (s *Server) produce(ctx context.Context, a *sim.Answer, maxTokens int, emit
 			}
 		}
 	}
-	return s.sched.wait(ctx, a.PromptTokens, n, maxTokens, emit)
+	return s.sched.wait(ctx, a.PromptTokens, n, maxTokens, pace(sp), emit)
 }
 
-func (s *Server) finished(a *sim.Answer) {
+func (s *Server) finished(a *sim.Answer, sp *sim.Speculation) {
 	s.completed.Add(1)
 	s.completionTokens.Add(int64(a.CompletionTokens()))
+	s.spec.add(sp)
 }
 
 // writeBody writes a complete JSON response, or a broken one when the

@@ -58,10 +58,20 @@ const (
 
 type seq struct {
 	prompt, total, maxTokens int
-	produced                 float64 // decoded tokens
-	prefill                  float64 // tokens to prefill before decoding resumes
-	done                     bool
-	notify                   chan struct{}
+	// pace is the tokens a decode step yields on average, more than 1
+	// with a drafter; 0 is 1, a token a step.
+	pace     float64
+	produced float64 // decoded tokens
+	prefill  float64 // tokens to prefill before decoding resumes
+	done     bool
+	notify   chan struct{}
+}
+
+func (q *seq) tokensPerStep() float64 {
+	if q.pace == 0 {
+		return 1
+	}
+	return q.pace
 }
 
 var errClosed = errors.New("sim server: shutting down")
@@ -74,10 +84,11 @@ func newScheduler(cfg Config) *scheduler {
 
 func (s *scheduler) close() { close(s.quit) }
 
-// wait queues a sequence and calls emit with the number of tokens produced
-// each time it grows, until all total are out.
-func (s *scheduler) wait(ctx context.Context, prompt, total, maxTokens int, emit func(n int) error) error {
-	q := &seq{prompt: prompt, total: total, maxTokens: max(maxTokens, total), notify: make(chan struct{}, 1)}
+// wait queues a sequence decoding pace tokens a step and calls emit with
+// the number of tokens produced each time it grows, until all total are
+// out.
+func (s *scheduler) wait(ctx context.Context, prompt, total, maxTokens int, pace float64, emit func(n int) error) error {
+	q := &seq{prompt: prompt, total: total, maxTokens: max(maxTokens, total), pace: pace, notify: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.queue = append(s.queue, q)
 	s.mu.Unlock()
@@ -193,7 +204,7 @@ func (s *scheduler) step(dt float64) {
 		before := int(q.produced)
 		if q.prefill <= 1e-9 {
 			q.prefill = 0
-			q.produced = min(float64(q.total), q.produced+speed*budget)
+			q.produced = min(float64(q.total), q.produced+speed*q.tokensPerStep()*budget)
 		}
 		if q.produced >= float64(q.total) {
 			q.done = true

@@ -3,7 +3,10 @@
 // /v1/completions, answered by the deterministic sim model, with a
 // continuous-batching scheduler (running-sequence and KV-cache limits,
 // retraction on overflow) and injected faults. Tests drive it over real HTTP
-// through httptest; `eaglet sim-server` serves it on a port.
+// through httptest; `eaglet sim-server` serves it on a port. With a
+// drafter it is a speculative-decoding server as SGLang and vLLM are: it
+// reports acceptance per request in SGLang's meta_info and in vLLM's
+// Prometheus counters.
 package server
 
 import (
@@ -75,6 +78,13 @@ type Config struct {
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
 	Faults Faults
+	// Drafter, when on, makes the server a speculative-decoding one, as
+	// SGLang with --speculative-algorithm EAGLE3 or vLLM with a
+	// speculative_config: answers, unchanged, decode faster by fewer
+	// verify steps; /generate's final meta_info and chat's with
+	// return_meta_info report spec_verify_ct and the acceptance figures;
+	// /metrics adds vLLM's spec_decode counters.
+	Drafter sim.Drafter
 }
 
 // Server is an http.Handler serving the simulated APIs.
@@ -83,6 +93,7 @@ type Server struct {
 	mux    *http.ServeMux
 	sched  *scheduler
 	faults *injector
+	spec   *specCounters
 
 	requests, completed, completionTokens atomic.Int64
 }
@@ -112,7 +123,11 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Faults.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), faults: newInjector(cfg.Faults)}
+	if err := cfg.Drafter.Check(); err != nil {
+		return nil, fmt.Errorf("sim server: %w", err)
+	}
+	cfg.Drafter = cfg.Drafter.WithDefaults()
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), faults: newInjector(cfg.Faults), spec: newSpecCounters(cfg.Drafter)}
 	if cfg.Speed > 0 {
 		s.sched = newScheduler(cfg)
 	}

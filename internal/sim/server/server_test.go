@@ -301,14 +301,9 @@ func testServerMetrics(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	resp, err := c.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body := metricsText(t, c)
 	got := map[string]float64{}
-	for line := range strings.SplitSeq(string(body), "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

@@ -1,19 +1,14 @@
-// Package simtest starts the sim server for tests and retries requests the
-// way a dispatcher would, so client and stage tests run over real HTTP.
+// Package simtest starts the sim server for tests, so client and stage
+// tests run over real HTTP.
 package simtest
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 )
 
 // Serve starts a sim server for the test and returns its base URL.
@@ -65,25 +60,3 @@ func (c *Counting) Count() int { return int(c.n.Load()) }
 
 // Take returns the requests answered since the last call.
 func (c *Counting) Take() int { return int(c.n.Swap(0)) }
-
-// Retry sends req until it succeeds, fails for good, or 50 attempts are
-// spent, with a 2s timeout per attempt, waiting as long as each retryable
-// error asks.
-func Retry(b backend.Backend, req *backend.Request) (*conv.Generation, error) {
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		g, err := b.Generate(ctx, req)
-		cancel()
-		if err == nil {
-			return g, nil
-		}
-		kind, wait := backend.Classify(err)
-		if errors.Is(err, context.DeadlineExceeded) {
-			kind = backend.Retryable
-		}
-		if kind != backend.Retryable || attempt == 50 {
-			return nil, err
-		}
-		time.Sleep(wait)
-	}
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/backendtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
@@ -59,7 +60,7 @@ func TestClient_Chat_AgainstSimServer(t *testing.T) {
 						if i%2 == 0 {
 							req.Tools = tools
 						}
-						g, err := simtest.Retry(c, req)
+						g, err := backendtest.Retry(c, req)
 						if err != nil {
 							t.Fatalf("conversation %d: %v", i, err)
 						}
@@ -93,7 +94,7 @@ func TestClient_Completions_TokenIDs(t *testing.T) {
 		c := client(t, url, Config{Completions: true, Stream: stream, ReturnTokenIDs: true, StopTokenIDs: []int{sim.EOS}})
 		for i := range 30 {
 			ids := []int{7, 8, i}
-			g, err := simtest.Retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
+			g, err := backendtest.Retry(c, &backend.Request{InputIDs: ids, MaxTokens: 100})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,5 +1,7 @@
 package pool
 
+import "github.com/eaglet-dev/eaglet/internal/conv"
+
 // Server is what every client shares about the server it talks to: where
 // requests go, what they carry, and how the answers it records look.
 type Server struct {
@@ -24,7 +26,7 @@ type Server struct {
 // and fills in the default reasoning markers.
 func (s *Server) Connect() (*Pool, Auth, error) {
 	if s.ThinkStart == "" {
-		s.ThinkStart, s.ThinkEnd = ThinkStart, ThinkEnd
+		s.ThinkStart, s.ThinkEnd = conv.ThinkStart, conv.ThinkEnd
 	}
 	p := s.Pool
 	if p == nil {

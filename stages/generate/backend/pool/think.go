@@ -3,13 +3,8 @@ package pool
 import (
 	"slices"
 	"strings"
-)
 
-// Think tags a thinking model writes around its reasoning when no
-// reasoning parser runs on the server.
-const (
-	ThinkStart = "<think>"
-	ThinkEnd   = "</think>"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
 // SplitThink separates inline reasoning from the answer. Templates that put
@@ -18,7 +13,7 @@ const (
 // either is all answer.
 func SplitThink(text, start, end string) (reasoning, content string) {
 	if start == "" {
-		start, end = ThinkStart, ThinkEnd
+		start, end = conv.ThinkStart, conv.ThinkEnd
 	}
 	if before, after, ok := strings.Cut(text, end); ok {
 		before = strings.TrimSpace(before)

@@ -1,9 +1,11 @@
 package registry_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/registry"
@@ -62,4 +64,14 @@ func TestRegister(t *testing.T) {
 		}
 	}()
 	registry.Register(registry.API[fakeOptions]{Name: "fake", New: func(pool.Server, *fakeOptions) (*registry.Client, error) { return nil, nil }})
+}
+
+// TestServerOptions_ThinkDefaults keeps the think_start and think_end
+// defaults, which a tag must spell out, equal to conv's tags.
+func TestServerOptions_ThinkDefaults(t *testing.T) {
+	f, _ := reflect.TypeFor[registry.ServerOptions]().FieldByName("ThinkStart")
+	g, _ := reflect.TypeFor[registry.ServerOptions]().FieldByName("ThinkEnd")
+	if f.Tag.Get("default") != conv.ThinkStart || g.Tag.Get("default") != conv.ThinkEnd {
+		t.Errorf("think_start/think_end default to %q/%q, want conv's %q/%q", f.Tag.Get("default"), g.Tag.Get("default"), conv.ThinkStart, conv.ThinkEnd)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/generate/backend/backendtest"
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
@@ -45,7 +46,7 @@ func TestClient_AgainstSimServer(t *testing.T) {
 				ids := []int{100, 200 + i}
 				var progress int
 				req := &backend.Request{InputIDs: ids, MaxTokens: 150, Progress: func(p backend.Progress) { progress = p.Tokens }}
-				g, err := simtest.Retry(c, req)
+				g, err := backendtest.Retry(c, req)
 				if err != nil {
 					t.Fatalf("prompt %d: %v", i, err)
 				}

@@ -9,15 +9,10 @@ import (
 )
 
 // Options are the `options:` of an `api: sim` endpoint, the simulated
-// target answering in process (sim.Config says more of each).
+// target answering in process: the model's own settings, as sim-server's
+// flags set them, and the pace of an answer.
 type Options struct {
-	Seed         uint64  `yaml:"seed" doc:"seeds the answers"`
-	MeanTokens   int     `yaml:"mean_tokens" default:"300" doc:"mean answer length in tokens"`
-	Sigma        float64 `yaml:"sigma" default:"1" doc:"lognormal shape of answer lengths: larger, a longer tail"`
-	MaxLen       int     `yaml:"max_len" default:"32768" doc:"longest natural answer"`
-	Reasoning    float64 `yaml:"reasoning" doc:"mean share of an answer spent thinking; 0: a model that does not think"`
-	Context      int     `yaml:"context" doc:"context window: prompt plus max_tokens beyond it is rejected, as servers do"`
-	ToolCallRate float64 `yaml:"tool_call_rate" doc:"chance of a tool call when the prompt offers tools"`
+	sim.Config `yaml:",inline"`
 	// Speed is tokens per second per request (0: instant).
 	Speed float64 `yaml:"speed" doc:"tokens per second per request; 0: instant"`
 }
@@ -30,8 +25,7 @@ func init() {
 // newClient answers in process: the sim needs no server, so srv gives only
 // the model's name.
 func newClient(srv pool.Server, o *Options) (*registry.Client, error) {
-	m := sim.New(sim.Config{Seed: o.Seed, MeanTokens: o.MeanTokens, Sigma: o.Sigma, MaxLen: o.MaxLen,
-		Reasoning: o.Reasoning, Context: o.Context, ToolCallRate: o.ToolCallRate})
+	m := sim.New(o.Config)
 	name := srv.Model
 	if name == "" {
 		name = "sim"

@@ -4,20 +4,6 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/conv"
 )
 
-// specForgeLine is one record as SpecForge's data preparation reads it:
-// OpenAI-style messages under "conversations", reasoning as
-// reasoning_content, tool-call arguments as a JSON string, tools wrapped
-// as {type: function, function: {...}}.
-type specForgeLine struct {
-	ID            string               `json:"id"`
-	Conversations []conv.OpenAIMessage `json:"conversations"`
-	Tools         []conv.OpenAITool    `json:"tools,omitempty"`
-}
-
-func toSpecForge(rec *conv.Record) specForgeLine {
-	return specForgeLine{ID: rec.Key, Conversations: conv.ToOpenAI(rec.Conversation()), Tools: conv.ToolsToOpenAI(rec.Tools)}
-}
-
 // line is one output record in the messages format: OpenAI's field names
 // (reasoning_content, {type: function, function: ...} tools and calls), so
 // a stock Hugging Face chat template renders it as the server was sent it,
