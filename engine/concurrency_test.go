@@ -15,7 +15,8 @@ import (
 // TestRun_HugeConcurrencyCostsWhatIsInFlight: the most concurrency a spec
 // may ask for costs a 20-record stage what 20 records cost, not what the
 // number written would (before: 65,536 took 1.6 s and 76 MB here, and
-// 1,000,000 took 20 s and 3.2 GB).
+// 1,000,000 took 20 s and 3.2 GB). The memory allocated says so whatever
+// the machine's load; the time it took is only logged.
 func TestRun_HugeConcurrencyCostsWhatIsInFlight(t *testing.T) {
 	dir := t.TempDir()
 	var rows strings.Builder
@@ -45,8 +46,8 @@ stages:
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("20 records at concurrency 65536: %v, %.1f MB allocated", elapsed.Round(time.Millisecond), float64(alloc)/1e6)
-	if elapsed > 3*time.Second || alloc > 20<<20 {
-		t.Errorf("20 records at concurrency 65536 took %v and allocated %d MB; want what 20 records cost", elapsed, alloc>>20)
+	if alloc > 20<<20 {
+		t.Errorf("20 records at concurrency 65536 allocated %d MB; want what 20 records cost", alloc>>20)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -66,5 +67,49 @@ func TestUsage_FinishedIsAFairSample(t *testing.T) {
 	}
 	if math.Abs(fair/truth-1) > 0.04 || n < 300 {
 		t.Errorf("the fair sample: %d answers, mean %.0f; want within 4%% of %.0f", n, fair, truth)
+	}
+}
+
+// TestFinished_OnlyAfterAStop: the fair sample is for a run stopped early;
+// once a run finished after the last answer did, none was lost in flight,
+// so finished gives none and the mean of every answer stands.
+func TestFinished_OnlyAfterAStop(t *testing.T) {
+	// 200 tokens/s: a 400-token answer takes 3 s (×1.5), so the answers
+	// sent by 7 s, a and b, are the fair sample.
+	items := []state.Item{
+		{Key: "a", FP: "fp", CompletionTokens: 100, Sent: 1_000, Finished: 2_000},
+		{Key: "b", FP: "fp", CompletionTokens: 100, Sent: 2_000, Finished: 3_000},
+		{Key: "c", FP: "fp", CompletionTokens: 400, Sent: 9_000, Finished: 10_000},
+	}
+	tests := []struct {
+		name     string
+		inst     *state.Instance
+		n, token int64
+	}{
+		{"killed in its first run", nil, 2, 200},
+		{"left running", &state.Instance{Status: state.StatusRunning}, 2, 200},
+		{"stopped after an earlier run finished", &state.Instance{Status: state.StatusRunning, FinishedAt: time.UnixMilli(5_000)}, 2, 200},
+		{"finished after its last answer", &state.Instance{Status: state.StatusDone, FinishedAt: time.UnixMilli(10_000)}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, err := state.Open(filepath.Join(t.TempDir(), "s.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if err := store.Commit("generate[d]", items); err != nil {
+				t.Fatal(err)
+			}
+			if tt.inst != nil {
+				tt.inst.ID = "generate[d]"
+				if err := store.PutInstance(tt.inst); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, tokens, err := finished(store, "generate[d]", 400); err != nil || n != tt.n || tokens != tt.token {
+				t.Errorf("finished = %d answers, %d tokens, %v; want %d, %d", n, tokens, err, tt.n, tt.token)
+			}
+		})
 	}
 }

@@ -140,11 +140,21 @@ const finishedSlack = 1.5
 
 // finished is Usage.Finished for one instance: the done outcomes sent at
 // least the time an answer of longest tokens takes before the last one
-// finished. None is in flight long enough to be missing from them.
+// finished. None is in flight long enough to be missing from them. It
+// gives none when a run finished after the last answer did: no answer was
+// lost, so the mean of all of them stands, and plan's price does not hang
+// on how fast the machine happened to run the requests.
 func finished(store *state.Store, id string, longest int) (records, completionTokens int64, err error) {
 	last, pace, err := store.AnswerPace(id)
 	if err != nil || last == 0 || pace <= 0 {
 		return 0, 0, err
+	}
+	in, err := store.GetInstance(id)
+	if err != nil {
+		return 0, 0, err
+	}
+	if in != nil && in.FinishedAt.UnixMilli() >= last {
+		return 0, 0, nil
 	}
 	takes := int64(float64(longest) / pace * finishedSlack * 1000)
 	return store.AnswersSentBy(id, last-takes)

@@ -7,21 +7,64 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
+
+// passStop, when set, stops a run once a test-stopping-filter has
+// decided its count of records.
+var passStop atomic.Pointer[countdown]
+
+// countdown calls stop when its last record is decided.
+type countdown struct {
+	left atomic.Int64
+	stop func()
+}
+
+// stoppingFilter is the filter kind, whose pass stops the run through
+// passStop: at a record, not at whatever moment a watcher of the store
+// gets to run on a loaded machine.
+type stoppingFilter struct{ stages.Mapper }
+
+func (f stoppingFilter) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {
+	if c := passStop.Load(); c != nil && c.left.Add(-1) == 0 {
+		c.stop()
+	}
+	return f.Mapper.Process(ctx, rec)
+}
+
+func (stoppingFilter) Pure() {}
+
+func init() {
+	k, ok := stages.Lookup("filter")
+	if !ok {
+		panic("no filter kind registered")
+	}
+	newFilter := k.New
+	k.Name, k.New = "test-stopping-filter", func(inst *stages.Instance) (stages.Stage, error) {
+		st, err := newFilter(inst)
+		if err != nil {
+			return nil, err
+		}
+		return stoppingFilter{st.(stages.Mapper)}, nil
+	}
+	stages.Register(k)
+}
 
 // TestRun_FilterPassResumes: a filter (a stages.Pure stage, run as one
 // pass) stopped mid-pass keeps every outcome it committed, drop reasons
 // included; the next run decides only the records left, none twice, and
 // its output file and counts are those of an uninterrupted run.
 func TestRun_FilterPassResumes(t *testing.T) {
-	const n = 30_000
+	// Enough records for several of the pass's commits before the stop
+	// and after it.
+	const n, stopAt = 10_000, 4_000
 	data := enginetest.Questions(t, n)
 	spec := `version: 1
 name: pass
@@ -30,7 +73,7 @@ datasets:
   d: {source: ` + data + `, format: messages}
 stages:
   - {name: load, uses: load, foreach: datasets}
-  - {name: filter, uses: filter, needs: [load], foreach: datasets, with: {keep: "prompt_chars % 7 != 3"}}
+  - {name: filter, uses: test-stopping-filter, needs: [load], foreach: datasets, with: {keep: "prompt_chars % 7 != 3"}}
   - {name: merge, uses: merge, needs: [filter], with: {out: out.jsonl, shuffle_seed: 3}}
 `
 	refDir, dir := t.TempDir(), t.TempDir()
@@ -43,19 +86,14 @@ stages:
 
 	p, store := enginetest.Open(t, dir, spec)
 	enginetest.Run(t, p, store, enginetest.Stage(t, p, "load", ""))
-	// Stop the pass once its first outcomes are committed.
+	// Stop the pass once it has decided stopAt records.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			if c, _ := store.Counts("filter[d]"); len(c) > 0 {
-				cancel()
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
+	stop := &countdown{stop: cancel}
+	stop.left.Store(stopAt)
+	passStop.Store(stop)
 	results, err := p.Run(ctx, store, engine.RunOptions{Nodes: enginetest.Stage(t, p, "filter", ""), Log: &bytes.Buffer{}})
+	passStop.Store(nil)
 	if err != nil && ctx.Err() == nil {
 		t.Fatal(err)
 	}

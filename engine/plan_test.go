@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
@@ -315,4 +316,34 @@ func countStatus(t *testing.T, dir string, status stages.Status) int {
 func mustReadString(t *testing.T, path string) string {
 	t.Helper()
 	return string(mustRead(t, path))
+}
+
+// TestPlan_FinishedRunPricedFromEveryAnswer: a run that finished kept
+// every answer, so the records a raised cap adds are priced at the mean of
+// all of them, however long each request took; only a run stopped early
+// prices from the answers sent early enough that none was lost in flight.
+// The simulator answers at 1,000 tokens/s on synctest's clock, so the
+// requests take time, the same every run.
+func TestPlan_FinishedRunPricedFromEveryAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		slow := func(settings map[string]string) string {
+			path := writeSpec(t, dir, settings)
+			spec := strings.Replace(mustReadString(t, path), "mean_tokens: 120}", "mean_tokens: 120, speed: 1000}", 1)
+			if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+		runSpec(t, slow(nil))
+		before := planByID(t, slow(nil))
+		after := planByID(t, slow(map[string]string{"cap": "80"}))
+		for _, id := range []string{"generate[chat]", "generate[code]"} {
+			soFar := before[id].Estimate
+			if want := 30 * ((soFar.CompletionTokens + 25) / 50); after[id].NewTokens != want {
+				t.Errorf("%s: the 30 new records are priced at %d tokens; want %d, at the mean of the 50 answers (%d tokens)",
+					id, after[id].NewTokens, want, soFar.CompletionTokens)
+			}
+		}
+	})
 }

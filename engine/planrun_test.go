@@ -15,6 +15,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
+	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -168,6 +169,20 @@ func TestPlanEqualsRun(t *testing.T) {
 // checkPlanIsRun plans the spec at path, runs it, and checks the run did
 // what plan said; it returns the requests and the reused answers plan
 // counted for generate.
+// cutBySharedBudget reports whether plan gives s fewer requests than it
+// has records to do, under a budget its stage's instances share.
+func cutBySharedBudget(s *engine.Step) bool {
+	b, ok := s.Node.Stage.Options.(stages.Budgeted)
+	if !ok || b.BudgetLimits() == nil || !b.BudgetLimits().Shared {
+		return false
+	}
+	d := s.Decision
+	if d.Then != nil {
+		d = *d.Then
+	}
+	return d.Work != nil && s.Todo < d.Work.Todo
+}
+
 func checkPlanIsRun(t *testing.T, path string, srv *simtest.Counting, down bool, history string) (planned, planReused int) {
 	t.Helper()
 	p, err := engine.Load(path, enginetest.NoEnv)
@@ -210,7 +225,11 @@ func checkPlanIsRun(t *testing.T, path string, srv *simtest.Counting, down bool,
 		if guessed[n] {
 			continue
 		}
-		if ran := res.Outcome != engine.UpToDate; ran != s.Runs() {
+		// Under one budget for every dataset, which instance sends the
+		// budget's last requests is a race; how many are sent is not
+		// (below). One that plan gives part of its records may find the
+		// budget spent by a sibling and have nothing to do.
+		if ran := res.Outcome != engine.UpToDate; ran != s.Runs() && (ran || !cutBySharedBudget(s)) {
 			t.Errorf("%s: %s: plan said %q, the run %s (%v)", history, n.ID, s.Words(), res.Outcome, res.Err)
 		}
 		if !s.Estimate.Exact || res.Outcome == engine.Blocked {

@@ -288,7 +288,10 @@ func (r *runner) markRunning(pr *prepared, started time.Time, prev *state.Instan
 		running.Dataset = n.Dataset.Name
 	}
 	if prev != nil {
-		running.Seconds, running.Stats = prev.Seconds, prev.Stats
+		// The last finish stays until this run's replaces it: answers
+		// stored after it may have lost peers in flight (finished), those
+		// before it did not, and plan's dry run marks instances running too.
+		running.Seconds, running.Stats, running.FinishedAt = prev.Seconds, prev.Stats, prev.FinishedAt
 	}
 	running.Stats.Config = json.RawMessage(pr.config)
 	return running, r.store.PutInstance(running)

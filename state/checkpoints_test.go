@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -28,8 +29,13 @@ func checkpoints(t *testing.T, s *Store, instance, prefix string) map[string]str
 
 // TestStore_Checkpoints: a kind's checkpoints are kept per instance,
 // replaced by key, listed by prefix in key order, written in batches by
-// KeepLater, and forgotten by Reset of their instance only.
+// KeepLater, and forgotten by Reset of their instance only. KeepLater's
+// timer runs on synctest's clock, so the test knows when it has fired.
 func TestStore_Checkpoints(t *testing.T) {
+	synctest.Test(t, testCheckpoints)
+}
+
+func testCheckpoints(t *testing.T) {
 	s := openTemp(t)
 	for _, c := range []struct{ inst, key, value string }{
 		{"h", "launch/000000001/v1", `{"n":1}`},
@@ -69,14 +75,17 @@ func TestStore_Checkpoints(t *testing.T) {
 	if got := checkpoints(t, s, "g", ""); len(got) != 1 {
 		t.Errorf("forgetting h's other/x touched g: %v", got)
 	}
-	// Without Flush, the timer writes the batch.
+	// Without Flush, the timer writes the batch once laterEvery is up.
 	h.KeepLater("later/c", []byte(`{"c":1}`))
-	deadline := time.Now().Add(5 * time.Second)
-	for checkpoints(t, s, "h", "later/c")["later/c"] == "" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	time.Sleep(laterEvery - time.Millisecond)
+	synctest.Wait()
+	if got := checkpoints(t, s, "h", "later/c"); len(got) != 0 {
+		t.Errorf("a held write was written before laterEvery: %v", got)
 	}
+	time.Sleep(time.Millisecond)
+	synctest.Wait()
 	if got := checkpoints(t, s, "h", "later/c"); got["later/c"] != `{"c":1}` {
-		t.Errorf("a held write was not written within 5 s: %v", got)
+		t.Errorf("a held write was not written once laterEvery was up: %v", got)
 	}
 	if err := s.Reset([]string{"h"}); err != nil {
 		t.Fatal(err)

@@ -21,8 +21,10 @@ type Instance struct {
 	// OutputDigest hashes the live output, so downstream knows if it changed.
 	OutputDigest string
 	// Status is StatusRunning, StatusDone or StatusFailed.
-	Status     string
-	StartedAt  time.Time
+	Status    string
+	StartedAt time.Time
+	// FinishedAt is when a run of the instance last finished (zero when
+	// none did); an item stage's run under way keeps the one before it.
 	FinishedAt time.Time
 	// Seconds is the time spent in the instance over all runs.
 	Seconds float64

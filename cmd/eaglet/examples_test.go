@@ -21,8 +21,10 @@ import (
 // TestExamples runs the example specs end to end against the simulated
 // server over HTTP, with faults on: every record ends done, dropped or
 // skipped, the output has the target's answers, and the API key appears
-// nowhere eaglet writes.
+// nowhere eaglet writes. The runs spend most of their time in the retries'
+// backoff, so they wait beside the package's other tests.
 func TestExamples(t *testing.T) {
+	t.Parallel()
 	const key = "sk-or-v1-test-secret-0123456789"
 	faults := server.Faults{Seed: 3, Error500: 0.05, RateLimit: 0.05, Truncate: 0.03, Drop: 0.02, RetryAfter: 50 * time.Millisecond}
 	tests := []struct {
@@ -44,6 +46,7 @@ func TestExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
+			t.Parallel()
 			model := sim.New(sim.Config{Seed: 1, MeanTokens: 200})
 			url := simtest.Serve(t, server.Config{Model: model, APIKey: apiKeyFor(tt.spec, key), Faults: faults})
 			out := t.TempDir()

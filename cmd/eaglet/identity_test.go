@@ -176,7 +176,9 @@ func TestIdentity_NeverPayTwice(t *testing.T) {
 // TestIdentity_FailedRunKeepsGoodFile: with the server down, an edit that
 // regenerates everything fails every record; the training file written by
 // the last good run stays as it was, and --allow-partial writes what there is.
+// It waits out request timeouts beside the package's other tests.
 func TestIdentity_FailedRunKeepsGoodFile(t *testing.T) {
+	t.Parallel()
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60})})
 	dir := t.TempDir()
 	chatPrompts(t, dir, 20, "chat.jsonl")
@@ -215,8 +217,10 @@ func TestIdentity_FailedRunKeepsGoodFile(t *testing.T) {
 
 // TestRun_SummaryCountsRequestsAndRetries: the end-of-run summary and
 // status say how many requests were sent and which failures were retried,
-// and agree with what the server received.
+// and agree with what the server received. It waits out retries and the
+// endpoint's rest beside the package's other tests.
 func TestRun_SummaryCountsRequestsAndRetries(t *testing.T) {
+	t.Parallel()
 	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60}),
 		Faults: server.Faults{Seed: 5, Error500: 0.2, RateLimit: 0.1, RetryAfter: 10 * time.Millisecond}})
 	dir := t.TempDir()

@@ -106,16 +106,27 @@ func TestRun_SurvivesSIGKILL(t *testing.T) {
 
 	dir := t.TempDir()
 	spec := slowSpec(t, dir)
+	store := filepath.Join(dir, "state.db")
+	// Each run is killed once it has committed answers of its own, a
+	// little later or sooner, rather than at a time after its start that a
+	// loaded machine may spend starting up.
 	rng := rand.New(rand.NewPCG(1, 2))
 	kills := 0
 	for i := 0; i < 6 && kills < 4; i++ {
+		before := 0
+		if _, err := os.Stat(store); err == nil {
+			before = generatedCount(t, store)
+		}
 		cmd := exec.Command(bin, "run", spec)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		waitCommitted(t, store, before, exited)
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
-		if err := cmd.Wait(); err != nil {
+		if err := <-exited; err != nil {
 			kills++
 		}
 	}
@@ -167,6 +178,25 @@ func TestRun_SurvivesSIGKILL(t *testing.T) {
 	if code, out := runBin(bin, "run", spec); code != 0 || !strings.Contains(out, "everything is up to date") {
 		t.Errorf("a run after completion should do nothing; exited %d:\n%s", code, out)
 	}
+}
+
+// waitCommitted waits until the store at path holds more generated
+// records than before, or the run has exited (which it sends on exited,
+// put back for the caller), a minute at most.
+func waitCommitted(t *testing.T, path string, before int, exited chan error) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			exited <- err
+			return
+		default:
+		}
+		if _, err := os.Stat(path); err == nil && generatedCount(t, path) > before {
+			return
+		}
+	}
+	t.Fatalf("no answer committed within a minute of the run's start (%d before)", before)
 }
 
 func generatedCount(t *testing.T, path string) int {

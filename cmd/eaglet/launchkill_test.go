@@ -61,18 +61,21 @@ stages:
         concurrency: 2
         grace: 1s
 `), 0o644)
-	workers := func() []int {
+	// procs lists the processes whose command line is one of ours.
+	procs := func(ours func(cmdline string) bool) []int {
 		var pids []int
 		paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 		for _, p := range paths {
 			b, err := os.ReadFile(p)
-			if err == nil && string(bytes.ReplaceAll(bytes.TrimRight(b, "\x00"), []byte{0}, []byte(" "))) == sleep {
+			if err == nil && ours(string(bytes.ReplaceAll(bytes.TrimRight(b, "\x00"), []byte{0}, []byte(" ")))) {
 				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 				pids = append(pids, pid)
 			}
 		}
 		return pids
 	}
+	workers := func() []int { return procs(func(c string) bool { return c == sleep }) }
+	commands := func() []int { return procs(func(c string) bool { return c != sleep && strings.Contains(c, release) }) }
 	t.Cleanup(func() {
 		for _, pid := range workers() {
 			syscall.Kill(pid, syscall.SIGKILL)
@@ -98,7 +101,12 @@ stages:
 	asked := srv.Take()
 	// The commands (sh) end on the SIGTERM the kernel sends them; the
 	// workers they started are left.
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); len(commands()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(commands()); n != 0 {
+		t.Fatalf("%d commands outlived the killed eaglet", n)
+	}
 	if n := len(workers()); n != 4 {
 		t.Fatalf("after the kill %d sleeps run; want the 4 left behind", n)
 	}

@@ -1,34 +1,38 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/eaglet-dev/eaglet/engine/enginetest"
 )
 
 func TestSimServer_ServesUntilCancelled(t *testing.T) {
-	var stderr enginetest.Log
-	env := &cmdEnv{stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "k" }}
+	// The test reads the log as it is written and goes on at the line with
+	// the address, however long loading the tokenizer takes.
+	logs, stderr := io.Pipe()
+	env := &cmdEnv{stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "k" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
 		errc <- runSimServer(ctx, env, []string{"-addr", "127.0.0.1:0", "-api-key-env", "KEY", "-mean-tokens", "20",
 			"-tokenizer", "../../internal/tokenizer/testdata/qwen3"})
+		stderr.Close()
 	}()
 	addr := regexp.MustCompile(`http://[0-9.:]+`)
 	var url string
-	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		url = addr.FindString(stderr.String())
+	var logged strings.Builder
+	for sc := bufio.NewScanner(logs); url == "" && sc.Scan(); {
+		logged.WriteString(sc.Text() + "\n")
+		url = addr.FindString(sc.Text())
 	}
 	if url == "" {
-		t.Fatalf("no address in %q", stderr.String())
+		t.Fatalf("the server ended (%v) without an address in %q", <-errc, logged.String())
 	}
+	go io.Copy(io.Discard, logs)
 	// Qwen3 reads ten digits as ten tokens, where sim tokens make one.
 	req, _ := http.NewRequest("POST", url+"/v1/completions", strings.NewReader(`{"prompt":"0123456789","max_tokens":50}`))
 	req.Header.Set("Authorization", "Bearer k")

@@ -25,10 +25,13 @@ import (
 // helperEnv set (os/exec's TestHelperProcess pattern). It reads its shard,
 // writes an output named by index and version, and is steered per shard
 // index by env: FAKE_FAIL and FAKE_NOOUT (lists of indexes: exit 3, or
-// exit 0 writing nothing), FAKE_SLEEP ("2=60s,*=100ms"), FAKE_IGNORE_TERM
-// (indexes that ignore SIGTERM) and FAKE_WORKER (indexes that start a
-// worker, as torchrun does, which sleeps a minute and which the command
-// leaves behind when it ends).
+// exit 0 writing nothing), FAKE_AWAIT ("0=started-1,*=release": wait
+// until that file is in the output directory, a minute at most, so a test
+// says when a command ends instead of guessing a sleep), FAKE_SLEEP
+// ("2=60s,*=100ms", after FAKE_AWAIT), FAKE_IGNORE_TERM (indexes that
+// ignore SIGTERM) and FAKE_WORKER (indexes that start a worker, as
+// torchrun does, which sleeps a minute and which the command leaves
+// behind when it ends).
 const (
 	helperEnv = "EAGLET_LAUNCH_HELPER"
 	driverEnv = "EAGLET_LAUNCH_DRIVER"
@@ -88,8 +91,13 @@ func fakeExtract(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if name := forIndex("FAKE_AWAIT", *index); name != "" && !await(filepath.Join(*out, name), term) {
+		fmt.Println("got SIGTERM")
+		return 143
+	}
+	d, _ := time.ParseDuration(forIndex("FAKE_SLEEP", *index))
 	select {
-	case <-time.After(sleepFor(*index)):
+	case <-time.After(d):
 	case <-term:
 		fmt.Println("got SIGTERM")
 		return 143
@@ -111,22 +119,39 @@ func fakeExtract(args []string) int {
 	return 0
 }
 
-func sleepFor(index int) time.Duration {
-	var d time.Duration
-	for _, part := range strings.Split(os.Getenv("FAKE_SLEEP"), ",") {
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
-		}
-		if k == strconv.Itoa(index) {
-			d, _ = time.ParseDuration(v)
-			return d
-		}
-		if k == "*" {
-			d, _ = time.ParseDuration(v)
+// forIndex is the value an env list ("2=60s,*=100ms") gives shard index:
+// its own, else the one for every shard, else "".
+func forIndex(env string, index int) string {
+	v := ""
+	for _, part := range strings.Split(os.Getenv(env), ",") {
+		k, val, ok := strings.Cut(part, "=")
+		switch {
+		case !ok:
+		case k == strconv.Itoa(index):
+			return val
+		case k == "*":
+			v = val
 		}
 	}
-	return d
+	return v
+}
+
+// await waits until path exists, or a minute at most, and is false when
+// SIGTERM comes first.
+func await(path string, term <-chan os.Signal) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		select {
+		case <-tick.C:
+		case <-term:
+			return false
+		}
+	}
+	return true
 }
 
 func appendLine(path, line string) {

@@ -3,6 +3,7 @@ package launch
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -80,6 +81,12 @@ func fromUnixNano(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
+// fromSeconds is the duration stored as seconds, to the nearest
+// nanosecond: truncated, 66906709 ns came back as 66906708 ns.
+func fromSeconds(s float64) time.Duration {
+	return time.Duration(math.Round(s * float64(time.Second)))
+}
+
 // Checkpoints is where launches are recorded: the instance's own
 // checkpoints, which the stages package passes to its kinds; declared here
 // so this library does not import the stages above it.
@@ -118,7 +125,7 @@ func records(cp Checkpoints) ([]Record, error) {
 			return fmt.Errorf("launch checkpoint %s: %w", key, err)
 		}
 		out = append(out, Record{Shard: s.Shard, Version: s.Version, ArgvHash: s.ArgvHash, StartedAt: fromUnixNano(s.StartedNS),
-			FinishedAt: fromUnixNano(s.FinishedNS), ExitCode: s.ExitCode, Duration: time.Duration(s.DurationS * float64(time.Second)),
+			FinishedAt: fromUnixNano(s.FinishedNS), ExitCode: s.ExitCode, Duration: fromSeconds(s.DurationS),
 			Log: s.Log, Outputs: s.Outputs, Error: s.Error, Tag: s.Tag})
 		return nil
 	})

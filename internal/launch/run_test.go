@@ -20,8 +20,12 @@ import (
 	"github.com/eaglet-dev/eaglet/state"
 )
 
+// TestRun_AllShardsWithinConcurrency: every shard is launched once, never
+// more than the concurrency at once. The shards launched together wait for
+// each other (0 and 1, then 2 and 3), so two run at once however slowly a
+// loaded machine starts them.
 func TestRun_AllShardsWithinConcurrency(t *testing.T) {
-	f := newFixture(t, 5, map[string]string{"FAKE_SLEEP": "*=300ms"})
+	f := newFixture(t, 5, map[string]string{"FAKE_AWAIT": "0=started-1,1=started-0,2=started-3,3=started-2", "FAKE_SLEEP": "*=50ms"})
 	f.job.Options.Concurrency = 2
 	for _, st := range must(Plan(nil, f.job)) {
 		if !st.Launch || st.Reason != "never launched" {
@@ -54,7 +58,7 @@ func TestRun_AllShardsWithinConcurrency(t *testing.T) {
 		if !reflect.DeepEqual(rec.Outputs, []string{want}) {
 			t.Errorf("shard %d outputs %v; want [%s]", i, rec.Outputs, want)
 		}
-		if rec.Duration < 300*time.Millisecond || rec.FinishedAt.Before(rec.StartedAt) {
+		if rec.Duration < 50*time.Millisecond || rec.FinishedAt.Before(rec.StartedAt) {
 			t.Errorf("shard %d: duration %s from %s to %s", i, rec.Duration, rec.StartedAt, rec.FinishedAt)
 		}
 		if !reflect.DeepEqual(stored[i], *rec) {
@@ -196,13 +200,18 @@ func TestRun_Interrupted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.policy, func(t *testing.T) {
 			// Shard 1 ignores SIGTERM, so stopping it takes the SIGKILL.
-			f := newFixture(t, 4, map[string]string{"FAKE_SLEEP": "*=1s", "FAKE_IGNORE_TERM": "1"})
+			// The commands run until the test releases them, which it does
+			// only after the interrupt, for the policy that waits.
+			f := newFixture(t, 4, map[string]string{"FAKE_AWAIT": "*=release", "FAKE_IGNORE_TERM": "1"})
 			f.job.Options.Concurrency, f.job.Options.OnInterrupt, f.job.Options.Grace = 2, tt.policy, "300ms"
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
 				f.waitStarted(t, 0, 1)
 				cancel()
+				if tt.policy == Wait {
+					appendLine(filepath.Join(f.dir, "out", "release"), "")
+				}
 			}()
 			statuses, err := Run(ctx, f.cp(), f.job)
 			if !errors.Is(err, context.Canceled) {
@@ -263,10 +272,11 @@ func TestRun_ParentKilled(t *testing.T) {
 			})
 			f.runKilled(t)
 			deadline := time.Now().Add(5 * time.Second)
+			// The survivors ignore SIGTERM or were never sent it: once the
+			// count is down to them, it stays there.
 			for len(alive(t, f.marker)) > tt.left && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(100 * time.Millisecond) // whatever ends on SIGTERM has ended
 			if pids := alive(t, f.marker); len(pids) != tt.left {
 				t.Fatalf("processes outliving their killed eaglet: %v; want %d", pids, tt.left)
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -20,7 +21,10 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 )
 
-func start(t *testing.T, cfg Config) (*Server, string) {
+// start serves a server for cfg on httptest's in-memory network, which a
+// synctest bubble can run on its clock, and returns a client that sends
+// every request to it, whatever the URL's host.
+func start(t *testing.T, cfg Config) (*Server, *http.Client) {
 	t.Helper()
 	if cfg.Model == nil {
 		cfg.Model = sim.New(sim.Config{Seed: 1, MeanTokens: 60, Reasoning: 0.3})
@@ -29,15 +33,17 @@ func start(t *testing.T, cfg Config) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() { hs.Close(); s.Close() })
-	return s, hs.URL
+	t.Cleanup(s.Close)
+	return s, httptest.NewTestServer(t, s).Client()
 }
 
-func post(t *testing.T, url string, body any) *http.Response {
+// base is the URL requests are sent to; start's client ignores its host.
+const base = "http://sim"
+
+func post(t *testing.T, c *http.Client, path string, body any) *http.Response {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	resp, err := c.Post(base+path, "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +67,8 @@ func events(t *testing.T, resp *http.Response) []string {
 
 func TestServer_Generate_MatchesModel(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 2, MeanTokens: 40})
-	_, url := start(t, Config{Model: m})
-	resp := post(t, url+"/generate", map[string]any{"input_ids": []int{5, 6, 7}, "sampling_params": map[string]any{"max_new_tokens": 500}})
+	_, c := start(t, Config{Model: m})
+	resp := post(t, c, "/generate", map[string]any{"input_ids": []int{5, 6, 7}, "sampling_params": map[string]any{"max_new_tokens": 500}})
 	var got struct {
 		Text      string
 		OutputIDs []int `json:"output_ids"`
@@ -85,8 +91,8 @@ func TestServer_Generate_MatchesModel(t *testing.T) {
 }
 
 func TestServer_Generate_DefaultCap(t *testing.T) {
-	_, url := start(t, Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 5000, Sigma: 0.01})})
-	resp := post(t, url+"/generate", map[string]any{"text": "hello"})
+	_, c := start(t, Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 5000, Sigma: 0.01})})
+	resp := post(t, c, "/generate", map[string]any{"text": "hello"})
 	var got struct {
 		MetaInfo struct {
 			CompletionTokens int `json:"completion_tokens"`
@@ -101,9 +107,9 @@ func TestServer_Generate_DefaultCap(t *testing.T) {
 func TestServer_Chat_StreamReassembles(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 3, MeanTokens: 80, Reasoning: 0.4})
 	for _, format := range []string{ReasoningContent, ReasoningField} {
-		_, url := start(t, Config{Model: m, Reasoning: format, Comments: true})
+		_, c := start(t, Config{Model: m, Reasoning: format, Comments: true})
 		msgs := []conv.Message{{Role: conv.User, Content: "hi " + format}}
-		resp := post(t, url+"/v1/chat/completions", map[string]any{
+		resp := post(t, c, "/v1/chat/completions", map[string]any{
 			"messages": msgs, "max_tokens": 1000, "stream": true,
 			"stream_options": map[string]any{"include_usage": true}, "return_token_ids": true})
 		var content, reasoning strings.Builder
@@ -154,14 +160,18 @@ func TestServer_Chat_StreamReassembles(t *testing.T) {
 }
 
 func TestServer_Scheduler_QueuesAndRetracts(t *testing.T) {
+	synctest.Test(t, testServerSchedulerQueuesAndRetracts)
+}
+
+func testServerSchedulerQueuesAndRetracts(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 4, MeanTokens: 100, Sigma: 0.3})
-	s, url := start(t, Config{Model: m, Speed: 4000, MaxRunning: 4, KVTokens: 600})
+	s, c := start(t, Config{Model: m, Speed: 4000, MaxRunning: 4, KVTokens: 600})
 	done := make(chan struct{})
 	for i := range 12 {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			b, _ := json.Marshal(map[string]any{"text": strings.Repeat("word ", 20+i), "sampling_params": map[string]any{"max_new_tokens": 300}})
-			resp, err := http.Post(url+"/generate", "application/json", bytes.NewReader(b))
+			resp, err := c.Post(base+"/generate", "application/json", bytes.NewReader(b))
 			if err == nil {
 				resp.Body.Close()
 			}
@@ -182,8 +192,8 @@ func TestServer_Scheduler_QueuesAndRetracts(t *testing.T) {
 }
 
 func TestServer_APIKey(t *testing.T) {
-	_, url := start(t, Config{APIKey: "secret"})
-	resp := post(t, url+"/v1/completions", map[string]any{"prompt": "x"})
+	_, c := start(t, Config{APIKey: "secret"})
+	resp := post(t, c, "/v1/completions", map[string]any{"prompt": "x"})
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("status %d without a key", resp.StatusCode)
 	}
@@ -193,8 +203,14 @@ func TestServer_APIKey(t *testing.T) {
 // take as long as the speed says. Stepping the batch by a tick buffered
 // while idle once streamed some of them at 40 times the speed, which taught
 // clients' auto concurrency a speed no server has.
+//
+// The idle spell and the answers run on synctest's clock.
 func TestServer_SpeedAfterIdle(t *testing.T) {
-	_, url := start(t, Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 5000, Sigma: 0.01}), Speed: 400})
+	synctest.Test(t, testServerSpeedAfterIdle)
+}
+
+func testServerSpeedAfterIdle(t *testing.T) {
+	_, c := start(t, Config{Model: sim.New(sim.Config{Seed: 2, MeanTokens: 5000, Sigma: 0.01}), Speed: 400})
 	time.Sleep(time.Second)
 	var wg sync.WaitGroup
 	took := make([]time.Duration, 16)
@@ -205,7 +221,7 @@ func TestServer_SpeedAfterIdle(t *testing.T) {
 			begin := time.Now()
 			b, _ := json.Marshal(map[string]any{"model": "sim", "max_tokens": 80, "stream": true,
 				"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("hello %d", i)}}})
-			resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+			resp, err := c.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(b))
 			if err != nil {
 				t.Error(err)
 				return
@@ -228,9 +244,13 @@ func TestServer_SpeedAfterIdle(t *testing.T) {
 // tokens in an event, as SGLang's --stream-interval does, and the last
 // event whatever is left.
 func TestServer_StreamInterval(t *testing.T) {
+	synctest.Test(t, testServerStreamInterval)
+}
+
+func testServerStreamInterval(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 3, MeanTokens: 200, Sigma: 0.01})
-	_, url := start(t, Config{Model: m, Speed: 400, StreamInterval: 7, Incremental: true})
-	resp := post(t, url+"/generate", map[string]any{"text": "tell me", "stream": true,
+	_, c := start(t, Config{Model: m, Speed: 400, StreamInterval: 7, Incremental: true})
+	resp := post(t, c, "/generate", map[string]any{"text": "tell me", "stream": true,
 		"sampling_params": map[string]any{"max_new_tokens": 300}})
 	evs := events(t, resp)
 	if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
@@ -259,18 +279,21 @@ func TestServer_StreamInterval(t *testing.T) {
 // answers of 1,000 tokens, each reserving at most 100 (the clip), are all
 // admitted to a 2,500-token cache and overflow it.
 func TestServer_Metrics(t *testing.T) {
+	synctest.Test(t, testServerMetrics)
+}
+
+func testServerMetrics(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 4, MeanTokens: 1000, Sigma: 0.01})
-	// At 2,000 tokens/s an answer takes half a second: a scheduler step
-	// delayed by a loaded machine must not finish them all before the
-	// cache overflows (at 20,000 tokens/s one step late by 50 ms could).
-	s, url := start(t, Config{Model: m, Speed: 2000, KVTokens: 2500, ClipEstimate: 100})
+	// At 2,000 tokens/s an answer takes half a second of synctest's
+	// clock, on which every scheduler step comes on time.
+	s, c := start(t, Config{Model: m, Speed: 2000, KVTokens: 2500, ClipEstimate: 100})
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			b, _ := json.Marshal(map[string]any{"text": fmt.Sprintf("question %d", i), "sampling_params": map[string]any{"max_new_tokens": 2000}})
-			resp, err := http.Post(url+"/generate", "application/json", bytes.NewReader(b))
+			resp, err := c.Post(base+"/generate", "application/json", bytes.NewReader(b))
 			if err == nil {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
@@ -278,7 +301,7 @@ func TestServer_Metrics(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	body := metricsText(t, url)
+	body := metricsText(t, c)
 	got := map[string]float64{}
 	for line := range strings.SplitSeq(body, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -334,7 +357,7 @@ func TestServer_CountsPromptsAsTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := sim.New(sim.Config{Seed: 1, MeanTokens: 40})
-	chatOf := func(url string) (int, []int, string) {
+	chatOf := func(c *http.Client) (int, []int, string) {
 		var out struct {
 			PromptTokenIDs []int `json:"prompt_token_ids"`
 			Choices        []struct {
@@ -351,7 +374,7 @@ func TestServer_CountsPromptsAsTheModel(t *testing.T) {
 				"function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}}}},
 			map[string]any{"role": "tool", "tool_call_id": "c1", "content": msgs[2].Content},
 		}
-		resp := post(t, url+"/v1/chat/completions", map[string]any{"messages": wire, "tools": []any{
+		resp := post(t, c, "/v1/chat/completions", map[string]any{"messages": wire, "tools": []any{
 			map[string]any{"type": "function", "function": tools[0]}}, "max_tokens": 50, "return_token_ids": true})
 		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Choices) != 1 {
 			t.Fatalf("chat: %v %+v", err, out)
@@ -359,8 +382,8 @@ func TestServer_CountsPromptsAsTheModel(t *testing.T) {
 		return out.Usage.PromptTokens, out.PromptTokenIDs, out.Choices[0].Message.Content
 	}
 
-	_, url := start(t, Config{Model: m, Template: tmpl})
-	n, ids, real := chatOf(url)
+	_, c := start(t, Config{Model: m, Template: tmpl})
+	n, ids, real := chatOf(c)
 	if n != len(want) || !slices.Equal(ids, want) {
 		t.Errorf("with the model's tokenizer: prompt_tokens %d, %d ids; want the template's %d", n, len(ids), len(want))
 	}
@@ -369,7 +392,7 @@ func TestServer_CountsPromptsAsTheModel(t *testing.T) {
 			PromptTokens int `json:"prompt_tokens"`
 		}
 	}
-	resp := post(t, url+"/v1/completions", map[string]any{"prompt": "Hello there, Paris.", "max_tokens": 5})
+	resp := post(t, c, "/v1/completions", map[string]any{"prompt": "Hello there, Paris.", "max_tokens": 5})
 	if err := json.NewDecoder(resp.Body).Decode(&text); err != nil {
 		t.Fatal(err)
 	}
@@ -377,8 +400,8 @@ func TestServer_CountsPromptsAsTheModel(t *testing.T) {
 		t.Errorf("text completion: prompt_tokens %d; want the tokenizer's %d", text.Usage.PromptTokens, w)
 	}
 
-	_, url = start(t, Config{Model: m})
-	n, ids, simAnswer := chatOf(url)
+	_, c = start(t, Config{Model: m})
+	n, ids, simAnswer := chatOf(c)
 	bare := 3
 	for _, msg := range msgs {
 		bare += 4 + sim.Count(msg.Content)

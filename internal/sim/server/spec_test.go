@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -42,7 +43,7 @@ func wantMeta(m *sim.Model, p sim.Prompt, a *sim.Answer, temperature float64) sp
 // none); the baseline's carries none.
 func TestServer_Generate_ReportsSpeculation(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 3, MeanTokens: 80})
-	_, url := start(t, Config{Model: m, Drafter: drafter})
+	_, speculating := start(t, Config{Model: m, Drafter: drafter})
 	_, baseline := start(t, Config{Model: m})
 	for i := range 20 {
 		text := fmt.Sprintf("question %d", i)
@@ -57,7 +58,7 @@ func TestServer_Generate_ReportsSpeculation(t *testing.T) {
 			if c.temperature != nil {
 				sampling["temperature"] = c.temperature
 			}
-			resp := post(t, url+"/generate", map[string]any{"text": text, "sampling_params": sampling, "stream": c.stream})
+			resp := post(t, speculating, "/generate", map[string]any{"text": text, "sampling_params": sampling, "stream": c.stream})
 			var metas []specMeta
 			if c.stream {
 				for _, e := range events(t, resp) {
@@ -97,7 +98,7 @@ func TestServer_Generate_ReportsSpeculation(t *testing.T) {
 		var plain struct {
 			MetaInfo map[string]any `json:"meta_info"`
 		}
-		json.NewDecoder(post(t, baseline+"/generate", map[string]any{"text": text}).Body).Decode(&plain)
+		json.NewDecoder(post(t, baseline, "/generate", map[string]any{"text": text}).Body).Decode(&plain)
 		for k := range plain.MetaInfo {
 			if strings.HasPrefix(k, "spec_") {
 				t.Fatalf("the baseline reports %s", k)
@@ -109,11 +110,11 @@ func TestServer_Generate_ReportsSpeculation(t *testing.T) {
 // TestServer_Generate_OneToken: an answer from the prefill alone has no
 // verify step, and SGLang 0.5 then sends zeros and no counts.
 func TestServer_Generate_OneToken(t *testing.T) {
-	_, url := start(t, Config{Drafter: drafter})
+	_, c := start(t, Config{Drafter: drafter})
 	var body struct {
 		MetaInfo map[string]any `json:"meta_info"`
 	}
-	json.NewDecoder(post(t, url+"/generate", map[string]any{"text": "hi", "sampling_params": map[string]any{"max_new_tokens": 1}}).Body).Decode(&body)
+	json.NewDecoder(post(t, c, "/generate", map[string]any{"text": "hi", "sampling_params": map[string]any{"max_new_tokens": 1}}).Body).Decode(&body)
 	want := map[string]any{"spec_verify_ct": 0.0, "spec_accept_length": 0.0, "spec_accept_rate": 0.0}
 	for k, v := range body.MetaInfo {
 		if strings.HasPrefix(k, "spec_") && want[k] != v {
@@ -132,10 +133,10 @@ func TestServer_Generate_OneToken(t *testing.T) {
 // call's finish_reason is the parser's rewrite.
 func TestServer_Chat_ReturnMetaInfo(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 5, MeanTokens: 80, ToolCallRate: 1})
-	_, url := start(t, Config{Model: m, Drafter: drafter})
+	_, c := start(t, Config{Model: m, Drafter: drafter})
 	msgs := []conv.Message{{Role: conv.User, Content: "find the weather"}}
 	tools := []conv.ToolDef{{Name: "search"}}
-	resp := post(t, url+"/v1/chat/completions", map[string]any{
+	resp := post(t, c, "/v1/chat/completions", map[string]any{
 		"messages": []map[string]any{{"role": "user", "content": "find the weather"}}, "temperature": 0,
 		"tools":            []map[string]any{{"type": "function", "function": map[string]any{"name": "search"}}},
 		"return_meta_info": true,
@@ -161,7 +162,7 @@ func TestServer_Chat_ReturnMetaInfo(t *testing.T) {
 		t.Errorf("finish %q, meta_info's %v", a.FinishReason, got.FinishReason)
 	}
 
-	resp = post(t, url+"/v1/chat/completions", map[string]any{
+	resp = post(t, c, "/v1/chat/completions", map[string]any{
 		"messages": []map[string]any{{"role": "user", "content": "hi"}}, "stream": true, "return_meta_info": true})
 	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "return_meta_info is not supported with streaming") {
 		t.Errorf("a stream with return_meta_info: %d %s", resp.StatusCode, b)
@@ -172,7 +173,7 @@ func TestServer_Chat_ReturnMetaInfo(t *testing.T) {
 // request's speculation under vLLM's names, and only with a drafter.
 func TestServer_Metrics_vLLMSpecCounters(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 6, MeanTokens: 60})
-	_, url := start(t, Config{Model: m, Drafter: drafter})
+	_, c := start(t, Config{Model: m, Drafter: drafter})
 	var want sim.Speculation
 	want.PerPosition = make([]int, drafter.Tokens)
 	for i := range 10 {
@@ -181,7 +182,7 @@ func TestServer_Metrics_vLLMSpecCounters(t *testing.T) {
 		if i%2 == 1 {
 			route, body = "/v1/completions", map[string]any{"prompt": text, "max_tokens": 300, "temperature": 0}
 		}
-		io.Copy(io.Discard, post(t, url+route, body).Body)
+		io.Copy(io.Discard, post(t, c, route, body).Body)
 		sp := m.Speculate(drafter, sim.Prompt{Text: text}, m.Answer(sim.Prompt{Text: text}, sim.Options{MaxTokens: 300}), 0)
 		want.Verify += sp.Verify
 		want.Drafted += sp.Drafted
@@ -190,7 +191,7 @@ func TestServer_Metrics_vLLMSpecCounters(t *testing.T) {
 			want.PerPosition[j] += n
 		}
 	}
-	text := metricsText(t, url)
+	text := metricsText(t, c)
 	series := map[string]int{
 		`vllm:spec_decode_num_drafts_total{model_name="sim",engine="0"}`:          want.Verify,
 		`vllm:spec_decode_num_draft_tokens_total{model_name="sim",engine="0"}`:    want.Drafted,
@@ -210,9 +211,9 @@ func TestServer_Metrics_vLLMSpecCounters(t *testing.T) {
 	}
 }
 
-func metricsText(t *testing.T, url string) string {
+func metricsText(t *testing.T, c *http.Client) string {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	resp, err := c.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +224,18 @@ func metricsText(t *testing.T, url string) string {
 
 // TestServer_DrafterDecodesFaster: on the scheduler's clock an answer
 // with a drafter takes its speculation's pace less time than without.
+// The scheduler runs on synctest's clock: the times are its own, not the
+// load's.
 func TestServer_DrafterDecodesFaster(t *testing.T) {
+	synctest.Test(t, testServerDrafterDecodesFaster)
+}
+
+func testServerDrafterDecodesFaster(t *testing.T) {
 	m := sim.New(sim.Config{Seed: 7, MeanTokens: 300, Sigma: 0.01})
 	took := func(d sim.Drafter) time.Duration {
-		_, url := start(t, Config{Model: m, Speed: 1000, Drafter: d})
+		_, c := start(t, Config{Model: m, Speed: 1000, Drafter: d})
 		begin := time.Now()
-		io.Copy(io.Discard, post(t, url+"/generate", map[string]any{"text": "a question", "sampling_params": map[string]any{"max_new_tokens": 1000, "temperature": 0}}).Body)
+		io.Copy(io.Discard, post(t, c, "/generate", map[string]any{"text": "a question", "sampling_params": map[string]any{"max_new_tokens": 1000, "temperature": 0}}).Body)
 		return time.Since(begin)
 	}
 	a := m.Answer(sim.Prompt{Text: "a question"}, sim.Options{MaxTokens: 1000})
