@@ -330,7 +330,7 @@ stages:
 			want: []string{
 				"spec.yaml:15:13: stage dedupe: benchmark gsm8k.jsonl: no such file; give a file relative to the spec",
 				"spec.yaml:16:16: stage dedupe: ngram is -3; use a number of words, 1 or more",
-				`spec.yaml:17:17: stage dedupe: action is "remove"; use drop or flag`,
+				`spec.yaml:17:17: stage dedupe: decontaminate action is "remove"; use drop or flag`,
 			},
 		},
 		{
