@@ -38,6 +38,9 @@ type Endpoint struct {
 	// Kwargs are the chat_template_kwargs the endpoint's options send with
 	// every chat request.
 	Kwargs map[string]any
+	// OnDown, when set before the first request, hears of each URL the
+	// watchdog takes out of service, with why (watchdog.go).
+	OnDown func(url string, why error)
 
 	be  backend.Backend
 	lim *limiter
@@ -71,6 +74,7 @@ func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endp
 	if len(ep.URLs) > 0 {
 		var err error
 		cfg := pool.Config{URLs: ep.URLs}
+		e.watchdog(&cfg)
 		if logf != nil {
 			cfg.Log = func(format string, args ...any) { logf("endpoint %s: %s", ep.Name, fmt.Sprintf(format, args...)) }
 		}
