@@ -164,3 +164,49 @@ stages:
 	})
 	return r
 }
+
+// TestWatchdog_OnlyURLHung: when the endpoint's only URL hangs, the run
+// says so once, with why and when it is probed, and records wait for it
+// as for any outage, up to their timeout, then fail at once saying so:
+// the run ends in about the timeout, not in every record's attempts at it.
+func TestWatchdog_OnlyURLHung(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hung, err := server.New(server.Config{Model: sim.New(sim.Config{Seed: 5}), Faults: server.Faults{HangAll: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(hung.Close)
+		useClient(t, pipenet.ServeHosts(t, map[string]http.Handler{"hung": hung}))
+		dir := t.TempDir()
+		writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 20)
+		p, store := enginetest.Open(t, dir, `version: 1
+name: watchdog
+state: state.db
+datasets:
+  d: {source: prompts.jsonl}
+endpoints:
+  sim: {api: openai, urls: ["http://hung/v1"], concurrency: 8}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 64, timeout: 2m}}
+`)
+		var log bytes.Buffer
+		start := time.Now()
+		p.Run(context.Background(), store, engine.RunOptions{Log: &log})
+		took := time.Since(start)
+		want := "endpoint sim: http://hung/v1 out of service: no token in 10s, nor to a one-token request in 10s; probing in 2s, backing off to 1m0s; it is the endpoint's only URL: requests wait for it to come back, up to their timeout"
+		if strings.Count(log.String(), "out of service") != 1 || !strings.Contains(log.String(), want) {
+			t.Errorf("log:\n%s\nwant once: %s", log.String(), want)
+		}
+		counts, err := store.Counts("generate[d]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(counts) != 1 || counts[0].N != 20 || !strings.HasPrefix(counts[0].Reason, "endpoint sim out of service: no URL answered for 2m") {
+			t.Errorf("counts %+v; want all 20 failed for the endpoint being out of service", counts)
+		}
+		if took > 3*time.Minute {
+			t.Errorf("a hung endpoint took %s to fail 20 records with a 2m timeout", took)
+		}
+	})
+}
