@@ -51,14 +51,15 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 	o, failure := answered, error(nil)
 	var moved *backend.Error
 	switch {
-	case f != nil && errors.As(context.Cause(ctx), &moved) && moved.Moved:
+	case err == nil:
+		// Answered, even if the watch gave up on it as it came.
+		p.answers.Add(1)
+	case errors.As(context.Cause(ctx), &moved) && moved.Moved:
 		o, err = undecided, moved
 	case ctx.Err() != nil:
 		o = undecided
 	case !healthy:
 		o, failure = failed, err
-	case err == nil && f != nil:
-		p.answers.Add(1)
 	}
 	p.release(u, o, failure, f)
 	return err
