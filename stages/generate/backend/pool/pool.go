@@ -1,7 +1,7 @@
 // Package pool is the HTTP plumbing the inference clients share: a set of
 // URLs for one endpoint balanced by outstanding requests, with a URL that
-// keeps failing taken out and probed back in; one transport sized for a
-// thousand requests in flight; server-sent-event reading; and the
+// keeps failing or hangs taken out and probed back in; one transport sized
+// for a thousand requests in flight; server-sent-event reading; and the
 // classification of HTTP failures into backend errors.
 package pool
 
