@@ -81,7 +81,9 @@ stages:
 }
 
 // TestEndpoint_DeadServer: against a server that refuses connections, or
-// one whose every generation hangs while its health answers, the log says
+// one whose every streamed generation hangs while its health answers (not
+// streaming, nothing tells a hung server from one whose first answers take
+// long before some answer has come), the log says
 // which URL is out of service and why, and once every URL has been out
 // longer than the timeout, records fail at once saying so (the URL once)
 // instead of each waiting out the pool's rest, up to a minute a record, or
@@ -90,6 +92,7 @@ stages:
 func TestEndpoint_DeadServer(t *testing.T) {
 	for _, tc := range []struct {
 		name, url string
+		stream    bool
 		n         int
 		timeout   time.Duration
 		// log is what the run's one line on the URL going out of service
@@ -97,10 +100,10 @@ func TestEndpoint_DeadServer(t *testing.T) {
 		log   []string
 		named string
 	}{
-		{"refusing", "http://127.0.0.1:1/v1", 40, time.Second,
+		{"refusing", "http://127.0.0.1:1/v1", false, 40, time.Second,
 			[]string{"endpoint target: http://127.0.0.1:1/v1 out of service for 2s after 3 failures in a row: ", "connection refused"},
 			"http://127.0.0.1:1/v1/chat/completions"},
-		{"hung", "http://hung/v1", 20, 2 * time.Minute,
+		{"hung", "http://hung/v1", true, 20, 2 * time.Minute,
 			[]string{"endpoint target: http://hung/v1 out of service: no token in 10s, nor to a one-token request in 10s; probing in 2s, backing off to 1m0s; it is the endpoint's only URL: requests wait for it to come back, up to their timeout"},
 			"http://hung/v1"},
 	} {
@@ -127,11 +130,11 @@ state: state.db
 datasets:
   d: {source: prompts.jsonl}
 endpoints:
-  target: {api: openai, urls: [%q], concurrency: 8}
+  target: {api: openai, urls: [%q], concurrency: 8, options: {stream: %t}}
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 8, timeout: %s}}
-`, tc.url, tc.timeout))
+`, tc.url, tc.stream, tc.timeout))
 				var log bytes.Buffer
 				start := time.Now()
 				p.Run(context.Background(), store, engine.RunOptions{Log: &log})

@@ -74,7 +74,6 @@ func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endp
 	if len(ep.URLs) > 0 {
 		var err error
 		cfg := pool.Config{URLs: ep.URLs}
-		e.watchdog(&cfg)
 		if logf != nil {
 			cfg.Log = func(format string, args ...any) { logf("endpoint %s: %s", ep.Name, fmt.Sprintf(format, args...)) }
 		}
@@ -105,6 +104,7 @@ func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endp
 	e.be, e.Identity, e.TakesIDs, e.Kwargs = c.Backend, c.Identity, c.TakesIDs, c.Kwargs
 	e.guard.probePath, e.streams = c.ProbePath, c.Streams
 	e.lim.streams = e.streams
+	e.watchdog(server.Pool)
 	if c.MeanTokens > 0 {
 		e.MeanTokens, e.KnowsMean = c.MeanTokens, true
 	}

@@ -15,14 +15,16 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
 )
 
-// watchdog sets up the watch of the pool cfg configures.
-func (e *Endpoint) watchdog(cfg *pool.Config) {
-	cfg.Generates = e.generatesOne
-	cfg.OnDown = func(url string, why error) {
+// watchdog has p, the endpoint's pool (nil: it has none), watch its URLs.
+func (e *Endpoint) watchdog(p *pool.Pool) {
+	if p == nil {
+		return
+	}
+	p.Watch(pool.Watch{Generates: e.generatesOne, Streams: e.streams, OnDown: func(url string, why error) {
 		if e.OnDown != nil {
 			e.OnDown(url, why)
 		}
-	}
+	}})
 }
 
 // probeRequest asks for one token of any prompt, in messages or token ids

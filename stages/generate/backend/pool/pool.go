@@ -6,7 +6,6 @@
 package pool
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -27,21 +26,6 @@ type Config struct {
 	// Rest is how long a URL stays out before it is probed (2s); each
 	// failed probe doubles it, up to MaxRest (1m).
 	Rest, MaxRest time.Duration
-	// Generates, when set, asks the server at a base URL for one token
-	// within ctx's deadline; an answer, even with a status under 500,
-	// says it serves. With it the pool also takes out a URL that is up but
-	// hung (watch.go), and brings a URL back once it answers one rather
-	// than by handing it a request.
-	Generates func(ctx context.Context, base string) error
-	// Quiet is how long a URL with requests in flight may show no sign of
-	// life, or three times the longest such silence of any URL lately if
-	// that is longer, before Generates is asked whether it is hung (10s);
-	// ProbeWithin is how long that one token may take (10s).
-	Quiet, ProbeWithin time.Duration
-	// OnDown, when set, is called without the pool's lock each time a URL
-	// is taken out of service, with why: an error wrapping ErrHung for a
-	// hung one, else the failure that did it. It must not block long.
-	OnDown func(url string, why error)
 	// Client overrides the shared HTTP client, for tests.
 	Client *http.Client
 	// Log, when set, is told when a URL is taken out of service (with the
@@ -56,7 +40,7 @@ type Pool struct {
 	client *http.Client
 	mu     sync.Mutex
 	urls   []*URL
-	watch
+	watchState
 }
 
 // URL is one server of the pool, held between Acquire and Release.
@@ -107,12 +91,6 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.MaxRest <= 0 {
 		cfg.MaxRest = time.Minute
 	}
-	if cfg.Quiet <= 0 {
-		cfg.Quiet = 10 * time.Second
-	}
-	if cfg.ProbeWithin <= 0 {
-		cfg.ProbeWithin = 10 * time.Second
-	}
 	p := &Pool{cfg: cfg, client: cfg.Client}
 	if p.client == nil {
 		p.client = SharedClient
@@ -129,7 +107,7 @@ func (p *Pool) Client() *http.Client { return p.client }
 
 // Acquire picks the healthy URL with the fewest outstanding requests. A URL
 // out of service whose rest is over is probed: handed to exactly one
-// request, or with Generates asked for one token beside. When every URL is
+// request, or when watched asked for one token beside. When every URL is
 // out, Acquire returns a retryable error asking to wait until the first
 // may be back.
 func (p *Pool) Acquire() (*URL, error) { return p.acquire(nil) }
@@ -144,8 +122,8 @@ func (p *Pool) acquire(f *flight) (*URL, error) {
 		if u.down() {
 			if !u.probing && !now.Before(u.downUntil) {
 				u.probing = true
-				if p.cfg.Generates != nil {
-					u.downUntil = now.Add(p.cfg.ProbeWithin)
+				if p.w.Generates != nil {
+					u.downUntil = now.Add(p.w.ProbeWithin)
 					go p.probeBack(u)
 					continue
 				}
@@ -215,7 +193,7 @@ func (p *Pool) release(u *URL, o outcome, failure error, f *flight) {
 	p.mu.Lock()
 	u.outstanding--
 	p.land(u, f)
-	probe := u.probing && p.cfg.Generates == nil
+	probe := u.probing && p.w.Generates == nil
 	if probe {
 		u.probing = false
 	}
@@ -266,10 +244,10 @@ func (p *Pool) takeOut(u *URL, why error, line string) func() {
 		line += fmt.Sprintf("; none of the endpoint's %d URLs is in service: requests wait for one to come back, up to their timeout", len(p.urls))
 	}
 	p.log("%s %s", u.Base, line)
-	if p.cfg.OnDown == nil {
+	if p.w.OnDown == nil {
 		return nil
 	}
-	return func() { p.cfg.OnDown(u.Base, why) }
+	return func() { p.w.OnDown(u.Base, why) }
 }
 
 // back puts u in service again. The caller holds p.mu.
@@ -292,7 +270,7 @@ func (p *Pool) probeBack(u *URL) {
 		p.back(u)
 		return
 	case !u.hung || !timedOut(err):
-		u.cause, u.hung = describe(err, p.cfg.ProbeWithin), timedOut(err)
+		u.cause, u.hung = describe(err, p.w.ProbeWithin), timedOut(err)
 	}
 	u.rest = min(2*u.rest, p.cfg.MaxRest)
 	u.downUntil = time.Now().Add(u.rest)

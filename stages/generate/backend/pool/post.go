@@ -33,7 +33,7 @@ func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, re
 		return redact(err, auth.APIKey)
 	}
 	var f *flight
-	if p.cfg.Generates != nil {
+	if p.w.Generates != nil {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
@@ -113,7 +113,7 @@ func (p *Pool) post(ctx context.Context, u *URL, url string, body []byte, auth A
 	}
 	defer resp.Body.Close()
 	var r io.Reader = resp.Body
-	if u != nil && p.cfg.Generates != nil {
+	if u != nil && p.w.Generates != nil {
 		p.alive(u)
 		r = &lifeReader{r: resp.Body, p: p, u: u}
 	}

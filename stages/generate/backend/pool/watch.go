@@ -4,13 +4,14 @@ package pool
 // produces nothing: its health may still answer (SGLang's /health counts
 // any sign of life from its scheduler), so only its requests tell. A URL
 // with requests in flight that shows no sign of life (response headers or
-// body bytes: a streamed token, a whole answer) for Config.Quiet, or for
+// body bytes: a streamed token, a whole answer) for Watch.Quiet, or for
 // three times the longest silence any busy URL has had lately when that
 // is longer (answers that are not streamed arrive whole, minutes apart),
-// is asked for one token; when none comes within Config.ProbeWithin, the
+// is asked for one token; when none comes within Watch.ProbeWithin, the
 // URL is out, and its requests in flight are cancelled to be sent again
-// to the others. A URL out of service is asked for one token again after
-// its rest, which doubles at each silence, and is back once it answers.
+// to the others. Without streaming, no URL is judged before one has
+// answered. A URL out of service is asked for one token again after its
+// rest, which doubles at each silence, and is back once it answers.
 
 import (
 	"context"
@@ -39,8 +40,45 @@ const far = 3
 // changes with load over a run.
 const gapWindow = 5 * time.Minute
 
-// watch is the pool's part of the watch.
-type watch struct {
+// Watch is what the watch needs to know. Zero durations take the
+// documented defaults.
+type Watch struct {
+	// Generates asks the server at a base URL for one token within ctx's
+	// deadline; an answer, even with a status under 500, says it serves.
+	Generates func(ctx context.Context, base string) error
+	// Streams says that answers stream. Then a URL may be judged before
+	// any URL has shown a sign of life, as a server streaming shows first
+	// tokens within seconds; whole answers may take minutes to come, while
+	// a one-token request waits behind them on a server that is full.
+	Streams bool
+	// Quiet is how long a URL with requests in flight may show no sign of
+	// life, or three times the longest such silence of any URL lately if
+	// that is longer, before it is asked for one token (10s); ProbeWithin
+	// is how long that token may take (10s).
+	Quiet, ProbeWithin time.Duration
+	// OnDown, when set, is called without the pool's lock each time a URL
+	// is taken out of service, hung or failing, with why: an error
+	// wrapping ErrHung for a hung one, else the failure that did it. It
+	// must not block long.
+	OnDown func(url string, why error)
+}
+
+// Watch starts watching for hung URLs, as w says, and brings URLs out of
+// service back once they answer one token rather than by handing them a
+// request. It must be called before the first request.
+func (p *Pool) Watch(w Watch) {
+	if w.Quiet <= 0 {
+		w.Quiet = 10 * time.Second
+	}
+	if w.ProbeWithin <= 0 {
+		w.ProbeWithin = 10 * time.Second
+	}
+	p.w = w
+}
+
+// watchState is the pool's part of the watch.
+type watchState struct {
+	w Watch
 	// answers counts the requests answered on any URL, for saying how many
 	// the others answered while one was quiet.
 	answers atomic.Int64
@@ -145,10 +183,16 @@ func (p *Pool) checkQuiet() {
 			u.gapPrev = u.gap.Swap(0)
 		}
 	}
-	limit := p.cfg.Quiet
+	var longest time.Duration
 	for _, u := range p.urls {
-		limit = max(limit, far*time.Duration(max(u.gap.Load(), u.gapPrev)))
+		longest = max(longest, time.Duration(max(u.gap.Load(), u.gapPrev)))
 	}
+	if longest == 0 && !p.w.Streams {
+		// No URL has answered yet: silence says nothing.
+		p.check.Reset(checkEvery)
+		return
+	}
+	limit := max(p.w.Quiet, far*longest)
 	for _, u := range p.urls {
 		if u.down() || u.checking || len(u.flights) == 0 {
 			continue
@@ -181,7 +225,7 @@ func (p *Pool) confirm(u *URL, quiet time.Duration, others int64) {
 		msg += fmt.Sprintf(" while the others answered %d", others)
 	}
 	if timedOut(err) {
-		msg += fmt.Sprintf(", nor to a one-token request in %s", p.cfg.ProbeWithin)
+		msg += fmt.Sprintf(", nor to a one-token request in %s", p.w.ProbeWithin)
 	} else {
 		msg += ", and a one-token request failed: " + err.Error()
 	}
@@ -201,9 +245,9 @@ func (p *Pool) confirm(u *URL, quiet time.Duration, others int64) {
 
 // generates asks u for one token within ProbeWithin.
 func (p *Pool) generates(u *URL) error {
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ProbeWithin)
+	ctx, cancel := context.WithTimeout(context.Background(), p.w.ProbeWithin)
 	defer cancel()
-	return p.cfg.Generates(ctx, u.Base)
+	return p.w.Generates(ctx, u.Base)
 }
 
 // serves says whether a probe's outcome shows a server reading requests:

@@ -19,7 +19,9 @@ import (
 
 // fakeServer streams an answer of ten events 100 ms apart, or with hung
 // set accepts requests and sends nothing; a request for one token (the
-// watch's) is one event. A whole answer, not streamed, comes after wait.
+// watch's) is one event. With wait, an answer is not streamed: it comes
+// whole after wait, and so does the one token, as on a full server where
+// it waits for a place.
 type fakeServer struct {
 	hung atomic.Bool
 	wait time.Duration
@@ -33,18 +35,19 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
+	if s.wait > 0 {
+		time.Sleep(s.wait)
+		fmt.Fprint(w, "data: x\n\ndata: [DONE]\n\n")
+		return
+	}
 	events := 10
 	if string(body) == "one" {
 		events = 1
-	} else if s.wait > 0 {
-		time.Sleep(s.wait)
 	}
 	for range events {
 		fmt.Fprint(w, "data: x\n\n")
 		w.(http.Flusher).Flush()
-		if s.wait == 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
@@ -58,25 +61,25 @@ type watched struct {
 	downs  []error
 }
 
-func newWatched(t *testing.T, client *http.Client, urls ...string) *watched {
+func newWatched(t *testing.T, client *http.Client, streams bool, urls ...string) *watched {
 	w := &watched{}
-	p, err := New(Config{URLs: urls, Client: client,
+	p, err := New(Config{URLs: urls, Client: client, Log: func(format string, args ...any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.logged = append(w.logged, fmt.Sprintf(format, args...))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Watch(Watch{Streams: streams,
 		Generates: func(ctx context.Context, base string) error {
 			return w.Post(WithURL(ctx, base), "/gen", []byte("one"), Auth{}, func(r io.Reader) error { return Events(r, func([]byte) error { return nil }) })
-		},
-		Log: func(format string, args ...any) {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			w.logged = append(w.logged, fmt.Sprintf(format, args...))
 		},
 		OnDown: func(url string, why error) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.downs = append(w.downs, fmt.Errorf("%s: %w", url, why))
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.Pool = p
 	return w
 }
@@ -101,7 +104,7 @@ func TestWatch_HungURL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		good, bad := &fakeServer{}, &fakeServer{}
 		bad.hung.Store(true)
-		w := newWatched(t, pipenet.ServeHosts(t, map[string]http.Handler{"good": good, "bad": bad}), "http://good", "http://bad")
+		w := newWatched(t, pipenet.ServeHosts(t, map[string]http.Handler{"good": good, "bad": bad}), true, "http://good", "http://bad")
 		start := time.Now()
 		var wg sync.WaitGroup
 		var moved, answered atomic.Int64
@@ -165,17 +168,19 @@ func TestWatch_HungURL(t *testing.T) {
 	})
 }
 
-// TestWatch_SlowNotHung: a server whose whole answers take a minute (not
-// streamed) is quiet far longer than Quiet, but answers a one-token
-// request, so it stays in service and no request is moved.
+// TestWatch_SlowNotHung: a full server whose whole answers take a minute
+// (not streamed), and so does a one-token request, is quiet far longer
+// than Quiet: it is left in service, no request moved, and it is not
+// asked for a token before an answer has said how long answers take, nor
+// after, since they keep coming at that pace.
 func TestWatch_SlowNotHung(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := &fakeServer{wait: time.Minute}
-		w := newWatched(t, pipenet.ServeHosts(t, map[string]http.Handler{"slow": slow}), "http://slow")
+		w := newWatched(t, pipenet.ServeHosts(t, map[string]http.Handler{"slow": slow}), false, "http://slow")
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
-				for range 3 {
+				for range 5 {
 					if err := w.ask(); err != nil {
 						t.Errorf("ask: %v", err)
 					}
@@ -186,10 +191,8 @@ func TestWatch_SlowNotHung(t *testing.T) {
 		if log := w.log(); log != "" || w.Healthy() != 1 {
 			t.Errorf("log %q, %d in service; want a slow server left in service", log, w.Healthy())
 		}
-		// Once answers have shown a minute's silence to be usual, three
-		// times that passes before a token is asked again.
-		if asked := slow.sent.Load() - 12; asked > 8 {
-			t.Errorf("%d one-token requests over 12 minute-long answers; want few", asked)
+		if asked := slow.sent.Load() - 20; asked != 0 {
+			t.Errorf("%d one-token requests over 20 minute-long answers; want none", asked)
 		}
 	})
 }
@@ -209,7 +212,7 @@ func TestWatch_RefusedComesBack(t *testing.T) {
 				return nil, errRefused
 			}
 			return serving.RoundTrip(r)
-		})}, "http://later")
+		})}, false, "http://later")
 		for range 3 {
 			if err := w.ask(); err == nil {
 				t.Fatal("a request to a refusing URL succeeded")
