@@ -46,10 +46,11 @@ type Watch struct {
 	// Generates asks the server at a base URL for one token within ctx's
 	// deadline; an answer, even with a status under 500, says it serves.
 	Generates func(ctx context.Context, base string) error
-	// Streams says that answers stream. Then a URL may be judged before
-	// any URL has shown a sign of life, as a server streaming shows first
-	// tokens within seconds; whole answers may take minutes to come, while
-	// a one-token request waits behind them on a server that is full.
+	// Streams says that answers stream, so a server that works shows
+	// first tokens within seconds and a URL may be judged before any has
+	// answered. Whole answers may take minutes, and on a full server a
+	// one-token request waits behind them: without streaming no URL is
+	// judged before one has answered.
 	Streams bool
 	// Quiet is how long a URL with requests in flight may show no sign of
 	// life, or three times the longest such silence of any URL lately if
