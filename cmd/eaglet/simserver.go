@@ -62,6 +62,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.Float64Var(&f.StreamError, "fail-stream", 0, "share of streams ending in an error event")
 	fs.DurationVar(&f.RetryAfter, "retry-after", time.Second, "wait that 429 and 402 ask for")
 	fs.DurationVar(&f.HangFor, "hang-for", 0, "how long a hang lasts (0: until the client gives up)")
+	fs.BoolVar(&f.HangAll, "hang-all", false, "hang every generation while /health still answers, as a stuck server does")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -25,6 +25,10 @@ type Faults struct {
 	RetryAfter time.Duration
 	// HangFor bounds a hang; 0 hangs until the client gives up.
 	HangFor time.Duration
+	// HangAll makes every generation hang as Hang does while /health and
+	// /v1/models still answer: a server whose scheduler is stuck, which
+	// the rates, adding up to less than 1, cannot make.
+	HangAll bool
 }
 
 type fault int
@@ -79,6 +83,9 @@ func newInjector(cfg Faults) *injector {
 }
 
 func (in *injector) enabled() bool {
+	if in.cfg.HangAll {
+		return true
+	}
 	for _, r := range in.cfg.rates() {
 		if r > 0 {
 			return true
@@ -91,6 +98,12 @@ func (in *injector) enabled() bool {
 func (in *injector) decide(body []byte) fault {
 	if !in.enabled() {
 		return noFault
+	}
+	if in.cfg.HangAll {
+		in.mu.Lock()
+		in.counts[faultHang.String()]++
+		in.mu.Unlock()
+		return faultHang
 	}
 	h := fnv.New64a()
 	h.Write(body)

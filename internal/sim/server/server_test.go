@@ -415,3 +415,35 @@ func TestServer_CountsPromptsAsTheModel(t *testing.T) {
 		t.Errorf("the answer changed with the tokenizer: %q, %q", real, simAnswer)
 	}
 }
+
+// TestServer_HangAll: a server with HangAll answers its health and model
+// list, as a stuck SGLang or vLLM does, and no generation on any route,
+// until it gives up on the client (HangFor) or the client on it.
+func TestServer_HangAll(t *testing.T) {
+	s, url := start(t, Config{Faults: Faults{HangAll: true, HangFor: 50 * time.Millisecond}})
+	for _, path := range []string{"/health", "/v1/models"} {
+		resp, err := http.Get(url + path)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %v %v; want it answered", path, resp, err)
+		}
+		resp.Body.Close()
+	}
+	for _, tc := range []struct{ path, body string }{
+		{"/generate", `{"input_ids":[1,2],"sampling_params":{"max_new_tokens":4}}`},
+		{"/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}`},
+		{"/v1/completions", `{"model":"sim","prompt":[1,2],"max_tokens":4}`},
+	} {
+		start := time.Now()
+		resp, err := http.Post(url+tc.path, "application/json", strings.NewReader(tc.body))
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("POST %s answered %s; want no answer", tc.path, resp.Status)
+		}
+		if took := time.Since(start); took < 50*time.Millisecond {
+			t.Errorf("POST %s failed after %s; want it to hang for HangFor", tc.path, took)
+		}
+	}
+	if got := s.Stats().Faults["hang"]; got != 3 {
+		t.Errorf("%d hangs counted; want 3", got)
+	}
+}

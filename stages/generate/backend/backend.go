@@ -112,7 +112,11 @@ type Error struct {
 	// NotSent marks a request that never left (every URL is resting after
 	// failures): waiting for it is not a failed attempt.
 	NotSent bool
-	Msg     string
+	// Moved marks a request cancelled because its URL was taken out of
+	// service as hung: it is sent again at once to another URL, and is not
+	// a failed attempt.
+	Moved bool
+	Msg   string
 }
 
 func (e *Error) Error() string {

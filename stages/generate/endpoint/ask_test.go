@@ -49,3 +49,36 @@ func TestAsk_StopEndsRetries(t *testing.T) {
 		}
 	})
 }
+
+// movingBackend moves its first request off a hung URL, as the pool's
+// watch does, and answers the next.
+type movingBackend struct{ calls int }
+
+func (b *movingBackend) Generate(ctx context.Context, req *backend.Request) (*conv.Generation, error) {
+	if b.calls++; b.calls == 1 {
+		return nil, &backend.Error{Kind: backend.Retryable, Moved: true, Msg: "url hung: http://a out of service (no token in 10s)"}
+	}
+	return &conv.Generation{Content: "hi"}, nil
+}
+
+// A request moved off a hung URL is sent again at once and costs the
+// record no attempt, even with no retries left; it counts as sent, and as
+// a retry of its kind.
+func TestAsk_MovedIsNoAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		be := &movingBackend{}
+		cl := &Client{Endpoint: &Endpoint{Spec: &specs.Endpoint{Name: "e"}, be: be, lim: newLimiter(4, 4, false)},
+			Retries: 0, Timeout: time.Minute, Instance: "generate[d]", Share: 1}
+		var tl Tally
+		start := time.Now()
+		if _, err := cl.Ask(context.Background(), &backend.Request{MaxTokens: 8}, &tl); err != nil {
+			t.Fatalf("ask: %v; want the request answered on its second sending", err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("sent again after %s; want at once", took)
+		}
+		if tl.Requests != 2 || len(tl.Retries) != 1 || tl.Retries["url hung"] != 1 {
+			t.Errorf("tally %+v; want 2 requests, 1 retry 'url hung'", tl)
+		}
+	})
+}

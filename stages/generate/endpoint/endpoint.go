@@ -38,6 +38,9 @@ type Endpoint struct {
 	// Kwargs are the chat_template_kwargs the endpoint's options send with
 	// every chat request.
 	Kwargs map[string]any
+	// OnDown, when set before the first request, hears of each URL the
+	// watchdog takes out of service, with why (watchdog.go).
+	OnDown func(url string, why error)
 
 	be  backend.Backend
 	lim *limiter
@@ -101,6 +104,7 @@ func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endp
 	e.be, e.Identity, e.TakesIDs, e.Kwargs = c.Backend, c.Identity, c.TakesIDs, c.Kwargs
 	e.guard.probePath, e.streams = c.ProbePath, c.Streams
 	e.lim.streams = e.streams
+	e.watchdog(server.Pool)
 	if c.MeanTokens > 0 {
 		e.MeanTokens, e.KnowsMean = c.MeanTokens, true
 	}

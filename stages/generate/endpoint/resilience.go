@@ -84,6 +84,17 @@ func (c *Client) Ask(ctx context.Context, req *backend.Request, tl *Tally) (*con
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if errors.As(err, &be) && be.Moved {
+			// Its URL was taken out as hung: the request goes at once to
+			// another, and the record loses no attempt for the server's
+			// fault. It was sent, so it counts, as the retry it is.
+			tl.retried(err)
+			attempt--
+			if stages.Stopping(ctx) {
+				return nil, stages.ErrInterrupted
+			}
+			continue
+		}
 		if errors.As(err, &be) && be.NotSent {
 			// The endpoint is resting after failures; waiting for it is not
 			// an attempt, so an outage shorter than the request timeout

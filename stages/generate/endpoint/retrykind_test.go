@@ -15,6 +15,7 @@ func TestRetryKind(t *testing.T) {
 		{&backend.Error{Kind: backend.Retryable, Msg: "post http://127.0.0.1:30002/v1/chat/completions: EOF"}, "network: EOF"},
 		{&backend.Error{Kind: backend.Retryable, Msg: "post http://h:1/v1/chat/completions: dial tcp 127.0.0.1:1: connect: connection refused"}, "network: connection refused"},
 		{&backend.Error{Kind: backend.Retryable, Msg: "nothing received for 30s"}, "nothing received for 30s"},
+		{&backend.Error{Kind: backend.Retryable, Moved: true, Msg: "url hung: http://h:1/v1 out of service (no token in 10s while the others answered 3, nor to a one-token request in 10s)"}, "url hung"},
 	}
 	for _, tt := range tests {
 		if got := retryKind(tt.err); got != tt.want {

@@ -1,7 +1,7 @@
 // Package pool is the HTTP plumbing the inference clients share: a set of
 // URLs for one endpoint balanced by outstanding requests, with a URL that
-// keeps failing taken out and probed back in; one transport sized for a
-// thousand requests in flight; server-sent-event reading; and the
+// keeps failing or hangs taken out and probed back in; one transport sized
+// for a thousand requests in flight; server-sent-event reading; and the
 // classification of HTTP failures into backend errors.
 package pool
 
@@ -23,14 +23,14 @@ type Config struct {
 	URLs []string
 	// FailAfter consecutive failures take a URL out (3).
 	FailAfter int
-	// Rest is how long a URL stays out before one request probes it (2s);
-	// each failed probe doubles it, up to MaxRest (1m).
+	// Rest is how long a URL stays out before it is probed (2s); each
+	// failed probe doubles it, up to MaxRest (1m).
 	Rest, MaxRest time.Duration
 	// Client overrides the shared HTTP client, for tests.
 	Client *http.Client
 	// Log, when set, is told when a URL is taken out of service (with the
-	// failure that did it), fails a probe, and comes back: the lines a
-	// person reading the log the next morning needs.
+	// failure that did it) and comes back: the lines a person reading the
+	// log the next morning needs, each transition once.
 	Log func(format string, args ...any)
 }
 
@@ -40,6 +40,7 @@ type Pool struct {
 	client *http.Client
 	mu     sync.Mutex
 	urls   []*URL
+	watchState
 }
 
 // URL is one server of the pool, held between Acquire and Release.
@@ -51,13 +52,16 @@ type URL struct {
 	downUntil   time.Time
 	probing     bool
 	// cause is the last failure, for the error of requests that find
-	// every URL out and for the log.
+	// every URL out and for the log; hung says it is out for producing
+	// nothing rather than for failing.
 	cause string
+	hung  bool
 	// bare is Base as it may be stored (bareURL), and last the last path
 	// posted to with its URL (joinURL): both parsed once rather than at
 	// every request.
 	bare string
 	last atomic.Pointer[joined]
+	urlWatch
 }
 
 type joined struct{ path, url string }
@@ -93,7 +97,7 @@ func New(cfg Config) (*Pool, error) {
 	}
 	for _, u := range cfg.URLs {
 		base := strings.TrimRight(u, "/")
-		p.urls = append(p.urls, &URL{Base: base, bare: bareURL(base), rest: cfg.Rest})
+		p.urls = append(p.urls, &URL{Base: base, bare: bareURL(base), rest: cfg.Rest, urlWatch: urlWatch{flights: map[*flight]struct{}{}}})
 	}
 	return p, nil
 }
@@ -102,10 +106,14 @@ func New(cfg Config) (*Pool, error) {
 func (p *Pool) Client() *http.Client { return p.client }
 
 // Acquire picks the healthy URL with the fewest outstanding requests. A URL
-// out of service whose rest is over is handed to exactly one request as a
-// probe. When every URL is out, Acquire returns a retryable error asking to
-// wait until the first comes back.
-func (p *Pool) Acquire() (*URL, error) {
+// out of service whose rest is over is probed: handed to exactly one
+// request, or when watched asked for one token beside. When every URL is
+// out, Acquire returns a retryable error asking to wait until the first
+// may be back.
+func (p *Pool) Acquire() (*URL, error) { return p.acquire(nil) }
+
+// acquire is Acquire for a request the watch follows (f, when not nil).
+func (p *Pool) acquire(f *flight) (*URL, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -114,7 +122,13 @@ func (p *Pool) Acquire() (*URL, error) {
 		if u.down() {
 			if !u.probing && !now.Before(u.downUntil) {
 				u.probing = true
+				if p.w.Generates != nil {
+					u.downUntil = now.Add(p.w.ProbeWithin)
+					go p.probeBack(u)
+					continue
+				}
 				u.outstanding++
+				p.fly(u, f, now)
 				return u, nil
 			}
 			continue
@@ -125,6 +139,7 @@ func (p *Pool) Acquire() (*URL, error) {
 	}
 	if best != nil {
 		best.outstanding++
+		p.fly(best, f, now)
 		return best, nil
 	}
 	wait := time.Duration(0)
@@ -133,42 +148,132 @@ func (p *Pool) Acquire() (*URL, error) {
 			wait = d
 		}
 	}
-	msg := fmt.Sprintf("all %d URLs are out of service after repeated failures (last: %s)", len(p.urls), p.urls[0].cause)
-	if len(p.urls) == 1 {
-		msg = fmt.Sprintf("the endpoint's only URL %s is out of service after repeated failures: %s", p.urls[0].Base, p.urls[0].cause)
+	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond), NotSent: true, Msg: p.allDown()}
+}
+
+// allDown says why no URL is in service. The caller holds p.mu.
+func (p *Pool) allDown() string {
+	u, after := p.urls[0], " after repeated failures"
+	if u.hung {
+		after = ""
 	}
-	return nil, &backend.Error{Kind: backend.Retryable, RetryAfter: max(wait, time.Millisecond), NotSent: true, Msg: msg}
+	if len(p.urls) == 1 {
+		return fmt.Sprintf("the endpoint's only URL %s is out of service%s: %s", u.Base, after, u.cause)
+	}
+	return fmt.Sprintf("all %d URLs are out of service%s (last: %s)", len(p.urls), after, u.cause)
 }
 
 func (u *URL) down() bool { return !u.downUntil.IsZero() }
+
+// outcome is what a request's end says of its URL.
+type outcome int
+
+const (
+	// answered: any HTTP response but a 5xx.
+	answered outcome = iota
+	// failed: a connection error, a 5xx or an unreadable body.
+	failed
+	// undecided: the request's context ended first, or the watch moved it.
+	undecided
+)
 
 // Release returns u to the pool. A nil failure means the server answered
 // sanely (any HTTP response but a 5xx); connection errors, timeouts and
 // 5xx count toward taking u out.
 func (p *Pool) Release(u *URL, failure error) {
+	o := answered
+	if failure != nil {
+		o = failed
+	}
+	p.release(u, o, failure, nil)
+}
+
+// release is Release for a request the watch followed (f, when not nil).
+func (p *Pool) release(u *URL, o outcome, failure error, f *flight) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	u.outstanding--
-	probe := u.probing
-	u.probing = false
-	if failure == nil {
+	p.land(u, f)
+	probe := u.probing && p.w.Generates == nil
+	if probe {
+		u.probing = false
+	}
+	switch o {
+	case undecided:
+		p.mu.Unlock()
+		return
+	case answered:
 		if u.down() {
-			p.log("%s is back in service", u.Base)
+			p.back(u)
 		}
 		u.fails, u.downUntil, u.rest = 0, time.Time{}, p.cfg.Rest
+		p.mu.Unlock()
 		return
 	}
 	u.fails++
 	u.cause = failure.Error()
+	var down func()
 	switch {
 	case probe:
 		u.rest = min(2*u.rest, p.cfg.MaxRest)
 		u.downUntil = time.Now().Add(u.rest)
-		p.log("%s still failing, next try in %s: %s", u.Base, u.rest, u.cause)
 	case u.fails >= p.cfg.FailAfter && !u.down():
 		u.downUntil = time.Now().Add(u.rest)
-		p.log("%s out of service for %s after %d failures in a row: %s", u.Base, u.rest, u.fails, u.cause)
+		down = p.takeOut(u, failure, fmt.Sprintf("out of service for %s after %d failures in a row: %s", u.rest, u.fails, u.cause))
 	}
+	p.mu.Unlock()
+	if down != nil {
+		down()
+	}
+}
+
+// takeOut logs that u, just marked down, is out of service and why, and
+// says so once more when no URL is left; it returns the call to OnDown to
+// make once the lock is released. The caller holds p.mu.
+func (p *Pool) takeOut(u *URL, why error, line string) func() {
+	left := 0
+	for _, o := range p.urls {
+		if !o.down() {
+			left++
+		}
+	}
+	switch {
+	case left > 0:
+	case len(p.urls) == 1:
+		line += "; it is the endpoint's only URL: requests wait for it to come back, up to their timeout"
+	default:
+		line += fmt.Sprintf("; none of the endpoint's %d URLs is in service: requests wait for one to come back, up to their timeout", len(p.urls))
+	}
+	p.log("%s %s", u.Base, line)
+	if p.w.OnDown == nil {
+		return nil
+	}
+	return func() { p.w.OnDown(u.Base, why) }
+}
+
+// back puts u in service again. The caller holds p.mu.
+func (p *Pool) back(u *URL) {
+	p.log("%s is back in service", u.Base)
+	u.fails, u.downUntil, u.rest, u.hung = 0, time.Time{}, p.cfg.Rest, false
+}
+
+// probeBack asks u, out of service, for one token, and puts it back in
+// service when it answers; else it rests twice as long.
+func (p *Pool) probeBack(u *URL) {
+	err := p.generates(u)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u.probing = false
+	switch {
+	case !u.down(): // a request in flight there answered meanwhile
+		return
+	case serves(err):
+		p.back(u)
+		return
+	case !u.hung || !timedOut(err):
+		u.cause, u.hung = describe(err, p.w.ProbeWithin), timedOut(err)
+	}
+	u.rest = min(2*u.rest, p.cfg.MaxRest)
+	u.downUntil = time.Now().Add(u.rest)
 }
 
 func (p *Pool) log(format string, args ...any) {

@@ -24,23 +24,44 @@ type Auth struct {
 // response to read. Every failure comes back classified: an HTTP status by
 // StatusError, a connection error or a body read fails with a plain error
 // as Retryable, an error read returns as is (a *backend.Error it built),
-// and the context's own error untouched. Connection errors, 5xx and
-// unreadable bodies count against the URL.
+// a request the watch moved off a hung URL as Moved, and the context's own
+// error untouched. Connection errors, 5xx and unreadable bodies count
+// against the URL.
 func (p *Pool) Post(ctx context.Context, path string, body []byte, auth Auth, read func(io.Reader) error) error {
-	u, err := p.Acquire()
+	if base, ok := ctx.Value(urlKey{}).(string); ok {
+		_, err := p.post(ctx, nil, joinURL(base, path), body, auth, read)
+		return redact(err, auth.APIKey)
+	}
+	var f *flight
+	if p.w.Generates != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		f = &flight{cancel: cancel}
+	}
+	u, err := p.acquire(f)
 	if err != nil {
 		return err
 	}
 	if served, ok := ctx.Value(servedKey{}).(*string); ok {
 		*served = u.bare
 	}
-	healthy, err := p.post(ctx, u.join(path), body, auth, read)
+	healthy, err := p.post(ctx, u, u.join(path), body, auth, read)
 	err = redact(err, auth.APIKey)
-	var failure error
-	if !healthy {
-		failure = err
+	o, failure := answered, error(nil)
+	var moved *backend.Error
+	switch {
+	case err == nil:
+		// Answered, even if the watch gave up on it as it came.
+		p.answers.Add(1)
+	case errors.As(context.Cause(ctx), &moved) && moved.Moved:
+		o, err = undecided, moved
+	case ctx.Err() != nil:
+		o = undecided
+	case !healthy:
+		o, failure = failed, err
 	}
-	p.Release(u, failure)
+	p.release(u, o, failure, f)
 	return err
 }
 
@@ -64,7 +85,9 @@ func bareURL(raw string) string {
 	return u.String()
 }
 
-func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, read func(io.Reader) error) (bool, error) {
+// post sends one request to url, of u (nil: not watched), and says
+// whether the server answered sanely as well as how the request ended.
+func (p *Pool) post(ctx context.Context, u *URL, url string, body []byte, auth Auth, read func(io.Reader) error) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return true, &backend.Error{Kind: backend.Fatal, Msg: "build request: " + err.Error()}
@@ -89,6 +112,11 @@ func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, rea
 		return false, Retryable("post "+url, err)
 	}
 	defer resp.Body.Close()
+	var r io.Reader = resp.Body
+	if u != nil && p.w.Generates != nil {
+		p.alive(u)
+		r = &lifeReader{r: resp.Body, p: p, u: u}
+	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		e := StatusError(resp.StatusCode, resp.Header, b)
@@ -99,7 +127,7 @@ func (p *Pool) post(ctx context.Context, url string, body []byte, auth Auth, rea
 		}
 		return resp.StatusCode < 500, e
 	}
-	if err := read(resp.Body); err != nil {
+	if err := read(r); err != nil {
 		if ctx.Err() != nil {
 			return true, ctx.Err()
 		}

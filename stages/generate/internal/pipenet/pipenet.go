@@ -8,7 +8,9 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -17,16 +19,53 @@ import (
 // and client belong to it.
 func Serve(t testing.TB, h http.Handler) *http.Client {
 	t.Helper()
+	ln := listen(t, h)
+	return client(t, func(context.Context, string) (*listener, error) { return ln, nil })
+}
+
+// ServeHosts serves each handler of hs to the requests whose URLs name its
+// host, as Serve does, until the test ends; a connection to any other host
+// is refused, as by a port nothing listens on.
+func ServeHosts(t testing.TB, hs map[string]http.Handler) *http.Client {
+	t.Helper()
+	lns := map[string]*listener{}
+	for host, h := range hs {
+		lns[host] = listen(t, h)
+	}
+	return client(t, func(_ context.Context, addr string) (*listener, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		if ln := lns[host]; ln != nil {
+			return ln, nil
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	})
+}
+
+// listen serves h over the connections its listener is handed.
+func listen(t testing.TB, h http.Handler) *listener {
 	ln := &listener{conns: make(chan net.Conn), done: make(chan struct{})}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
-	tr := &http.Transport{DialContext: ln.dial}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		// A bubble must end with no goroutine left in it: this waits for
-		// the handlers still running, on the bubble's clock.
-		srv.Shutdown(context.Background())
-	})
+	// A bubble must end with no goroutine left in it: this waits for the
+	// handlers still running, on the bubble's clock.
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return ln
+}
+
+// client dials the listener route picks for an address.
+func client(t testing.TB, route func(ctx context.Context, addr string) (*listener, error)) *http.Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		ln, err := route(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		return ln.dial(ctx)
+	}}
+	// Registered after the servers' shutdowns, so it runs before them.
+	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
 }
 
@@ -53,7 +92,7 @@ func (l *listener) Close() error {
 
 func (l *listener) Addr() net.Addr { return addr{} }
 
-func (l *listener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+func (l *listener) dial(ctx context.Context) (net.Conn, error) {
 	client, server := net.Pipe()
 	select {
 	case l.conns <- server:
