@@ -420,9 +420,9 @@ func TestServer_CountsPromptsAsTheModel(t *testing.T) {
 // list, as a stuck SGLang or vLLM does, and no generation on any route,
 // until it gives up on the client (HangFor) or the client on it.
 func TestServer_HangAll(t *testing.T) {
-	s, url := start(t, Config{Faults: Faults{HangAll: true, HangFor: 50 * time.Millisecond}})
+	s, c := start(t, Config{Faults: Faults{HangAll: true, HangFor: 50 * time.Millisecond}})
 	for _, path := range []string{"/health", "/v1/models"} {
-		resp, err := http.Get(url + path)
+		resp, err := c.Get(base + path)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %v %v; want it answered", path, resp, err)
 		}
@@ -434,7 +434,7 @@ func TestServer_HangAll(t *testing.T) {
 		{"/v1/completions", `{"model":"sim","prompt":[1,2],"max_tokens":4}`},
 	} {
 		start := time.Now()
-		resp, err := http.Post(url+tc.path, "application/json", strings.NewReader(tc.body))
+		resp, err := c.Post(base+tc.path, "application/json", strings.NewReader(tc.body))
 		if err == nil {
 			resp.Body.Close()
 			t.Errorf("POST %s answered %s; want no answer", tc.path, resp.Status)
