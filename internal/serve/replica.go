@@ -65,6 +65,10 @@ func (r *Replica) Exited() <-chan struct{} {
 	return r.proc.exited
 }
 
+// LogTail is the last lines of the replica's log, which say why a server
+// exited far better than its exit status does.
+func (r *Replica) LogTail() []string { return tail(r.Log, tailLines) }
+
 // ExitErr is why a local server's process ended, once Exited is closed:
 // nil when it exited with status 0.
 func (r *Replica) ExitErr() error {

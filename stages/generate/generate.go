@@ -54,11 +54,16 @@ var (
 	_ stages.Rationed      = (*Generate)(nil)
 	_ stages.Spender       = (*Generate)(nil)
 	_ stages.Estimator     = (*Generate)(nil)
+	_ stages.Releaser      = (*Generate)(nil)
 )
 
 func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	v, err := inst.Shared.Get("endpoint:"+o.Endpoint, func() (any, error) {
-		return endpoint.New(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
+		e, err := endpoint.New(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
+		if err == nil {
+			e.Users(endpointUsers(inst.Spec, o.Endpoint))
+		}
+		return e, err
 	})
 	if err != nil {
 		return nil, err
@@ -265,7 +270,12 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		}
 	}
 	tl := &endpoint.Tally{}
-	out, err := g.converse(ctx, rec, t, tl, keep)
+	// Servers eaglet launches start once a record is about to be sent.
+	err := g.ep.Launch(ctx)
+	var out *conv.Record
+	if err == nil {
+		out, err = g.converse(ctx, rec, t, tl, keep)
+	}
 	if g.quota != nil {
 		if err == nil {
 			out.Key = rec.Key
@@ -297,6 +307,37 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		return stages.Outcome{Status: stages.Failed, Reason: err.Error(), Requests: tl.Requests, Retries: tl.Retries}, nil
 	}
 	return stages.Outcome{Status: stages.Done, Record: out, Requests: tl.Requests, Retries: tl.Retries}, nil
+}
+
+// Release tells the endpoint this instance is done with it in the run,
+// so the last instance using servers eaglet launched stops them.
+func (g *Generate) Release() { g.ep.Release() }
+
+// endpointUsers counts the instances of the spec's generate stages that
+// send to endpoint name.
+func endpointUsers(spec *specs.Spec, name string) int {
+	n := 0
+	for _, st := range spec.Stages {
+		if st.Uses != "generate" {
+			continue
+		}
+		var o struct {
+			Endpoint string `yaml:"endpoint"`
+		}
+		// The stage reports its own options' errors.
+		_ = spec.Decode(st.With, &o)
+		if o.Endpoint == "" && len(spec.Endpoints) == 1 {
+			o.Endpoint = spec.Endpoints[0].Name
+		}
+		switch {
+		case o.Endpoint != name:
+		case st.Foreach == "datasets":
+			n += len(spec.Datasets)
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // Spent is what the answers of this run cost at the endpoint's price.

@@ -6,6 +6,4 @@ import (
 	_ "github.com/eaglet-dev/eaglet/stages/generate/backend/openai"
 	_ "github.com/eaglet-dev/eaglet/stages/generate/backend/sglang"
 	_ "github.com/eaglet-dev/eaglet/stages/generate/backend/simapi"
-	// The check of every endpoint's `launch:` registers itself too.
-	_ "github.com/eaglet-dev/eaglet/stages/generate/managed"
 )
