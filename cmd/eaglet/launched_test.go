@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// launchedRecords is how many prompts the launched-endpoint tests answer.
+const launchedRecords = 24
+
+// launchedSpec writes, in a directory of its own, a pipeline whose
+// endpoint eaglet launches: two replicas of the real `eaglet sim-server`,
+// decoding at speed tokens/s per sequence (0: at once), each logging the
+// requests it receives.
+func launchedSpec(t *testing.T, bin string, speed int) (dir, spec string) {
+	t.Helper()
+	dir = t.TempDir()
+	chatPrompts(t, dir, launchedRecords, "chat.jsonl")
+	spec = filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte(fmt.Sprintf(`version: 1
+name: launched
+state: state.db
+datasets:
+  chat: {source: data/chat.jsonl, format: messages}
+endpoints:
+  target:
+    api: openai
+    model: sim
+    concurrency: 4
+    launch:
+      argv: [%q, sim-server, -addr, "127.0.0.1:{port}", -log-requests, -speed, "%d"]
+      replicas: 2
+      grace: 2s
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {endpoint: target, max_tokens: 48}}
+  - {name: merge, uses: merge, needs: [generate], with: {out: train.jsonl}}
+`, bin, speed)), 0o644)
+	return dir, spec
+}
+
+// requestsTo counts the generation requests each replica's server logged
+// receiving, over every server the replica had (none before its log is
+// made).
+func requestsTo(dir string) [2]int {
+	var n [2]int
+	for i := range n {
+		log := readFile(filepath.Join(dir, "servers", fmt.Sprintf("target-%d.log", i)))
+		n[i] = strings.Count(log, "request POST /v1/chat/completions")
+	}
+	return n
+}
+
+var startedPID = regexp.MustCompile(`target replica (\d+): started \(pid (\d+)`)
+
+// serverPIDs are the servers a run's log says it started, by replica.
+func serverPIDs(log string) map[int][]int {
+	pids := map[int][]int{}
+	for _, m := range startedPID.FindAllStringSubmatch(log, -1) {
+		r, _ := strconv.Atoi(m[1])
+		pid, _ := strconv.Atoi(m[2])
+		pids[r] = append(pids[r], pid)
+	}
+	return pids
+}
+
+// noServerLeft fails the test for every server of log still running a few
+// seconds on, and kills it.
+func noServerLeft(t *testing.T, log string) {
+	t.Helper()
+	for r, pids := range serverPIDs(log) {
+		for _, pid := range pids {
+			for i := 0; alive(pid) && i < 250; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if alive(pid) {
+				t.Errorf("replica %d's server (pid %d) still running", r, pid)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// TestRun_LaunchedEndpoint launches `eaglet sim-server` as the endpoint's
+// two replicas. Undisturbed, the run answers every record once, over both
+// replicas, and leaves no server running; its rerun reuses every answer
+// and starts no server. A replica killed mid-run is restarted, only the
+// requests it had in flight are asked again, and the output is
+// byte-equal to the undisturbed run's. After eaglet itself is killed with
+// SIGKILL no server is left (the kernel's parent-death signal), and the
+// rerun completes with the same output.
+func TestRun_LaunchedEndpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds eaglet and launches its sim-server")
+	}
+	bin := buildEaglet(t)
+
+	dir, spec := launchedSpec(t, bin, 0)
+	code, out := runBin(bin, "run", "--progress", "lines", spec)
+	if code != 0 {
+		t.Fatalf("run exited %d:\n%s", code, out)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "train.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(want, []byte("\n")); n != launchedRecords {
+		t.Fatalf("train.jsonl has %d records, want %d", n, launchedRecords)
+	}
+	asked := requestsTo(dir)
+	if asked[0]+asked[1] != launchedRecords || asked[0] == 0 || asked[1] == 0 {
+		t.Errorf("replicas received %v requests; want %d in all, on both", asked, launchedRecords)
+	}
+	if !regexp.MustCompile(`launching target: 2 replicas of eaglet`).MatchString(out) ||
+		!regexp.MustCompile(`target: 2 replicas ready in \S+ at http://127\.0\.0\.1:\d+/v1, http://127\.0\.0\.1:\d+/v1`).MatchString(out) {
+		t.Errorf("the run did not say it launched the servers:\n%s", out)
+	}
+	noServerLeft(t, out)
+	code, out = runBin(bin, "run", "--progress", "lines", spec)
+	if code != 0 || strings.Contains(out, "launching") || requestsTo(dir) != asked {
+		t.Errorf("the rerun (exit %d) launched servers or sent requests:\n%s", code, out)
+	}
+
+	t.Run("replica killed", func(t *testing.T) {
+		dir, spec := launchedSpec(t, bin, 150)
+		logPath := filepath.Join(dir, "run.log")
+		cmd, log := startBin(t, bin, logPath, "run", "--progress", "lines", spec)
+		// Kill replica 1 once it has answered some and holds some more.
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if pids := serverPIDs(readFile(logPath))[1]; len(pids) == 1 && requestsTo(dir)[1] >= 4 {
+				syscall.Kill(pids[0], syscall.SIGKILL)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("run: %v:\n%s", err, log())
+		}
+		out := log()
+		if !strings.Contains(out, "target replica 1: restarted, ready in") || len(serverPIDs(out)[1]) != 2 {
+			t.Fatalf("replica 1 was not killed once and restarted:\n%s", out)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "train.jsonl"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("train.jsonl differs from the undisturbed run's (%v)", err)
+		}
+		// The run's concurrency, 4, bounds what was in flight at the kill.
+		if asked := requestsTo(dir); asked[0]+asked[1] < launchedRecords || asked[0]+asked[1] > launchedRecords+4 {
+			t.Errorf("replicas received %v requests; want %d and what was in flight, at most 4 more", asked, launchedRecords)
+		}
+		noServerLeft(t, out)
+	})
+
+	t.Run("eaglet killed", func(t *testing.T) {
+		dir, spec := launchedSpec(t, bin, 150)
+		logPath := filepath.Join(dir, "run.log")
+		cmd, log := startBin(t, bin, logPath, "run", "--progress", "lines", spec)
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if asked := requestsTo(dir); asked[0]+asked[1] >= 6 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		killed := log()
+		if len(serverPIDs(killed)) != 2 {
+			t.Fatalf("the servers had not started when eaglet was killed:\n%s", killed)
+		}
+		noServerLeft(t, killed)
+		code, out := runBin(bin, "run", "--progress", "lines", spec)
+		if code != 0 {
+			t.Fatalf("the rerun exited %d:\n%s", code, out)
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, "train.jsonl")); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("train.jsonl after the rerun differs from the undisturbed run's (%v)", err)
+		}
+		noServerLeft(t, out)
+	})
+}
+
+// startBin starts bin with args, its output going to the file at path,
+// and returns the command and a function reading that output so far.
+func startBin(t *testing.T, bin, path string, args ...string) (*exec.Cmd, func() string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, func() string { return readFile(path) }
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
