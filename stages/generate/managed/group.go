@@ -174,7 +174,7 @@ func (g *Group) watch(life context.Context, i int, r *serve.Replica) {
 		g.Rotation.TakeOut(url, fmt.Sprintf("replica %d: %s (%s)", i, why, reason))
 		g.logf("%s replica %d at %s: %s (%s)%s", g.cfg.Name, i, url, why, reason, tailLines(r))
 		if n >= g.opts.Restarts {
-			g.lose(i, fmt.Sprintf("%s replica %d is not restarted: its %s are spent (launch.restarts)", g.cfg.Name, i, plural(g.opts.Restarts, "restart")))
+			g.lose(i, fmt.Sprintf("%s replica %d is not restarted: launch.restarts (%d) spent", g.cfg.Name, i, g.opts.Restarts))
 			return
 		}
 		wait := backoff(n)
