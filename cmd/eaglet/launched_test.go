@@ -212,3 +212,56 @@ func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// TestPlan_Launches: plan shows each launch (replicas, program, GPUs,
+// start-up once a launch measured it) and what the servers' time would
+// cost; with nothing to send it launches nothing. validate reports a
+// launch's problems at their lines.
+func TestPlan_Launches(t *testing.T) {
+	dir := t.TempDir()
+	chatPrompts(t, dir, 10, "chat.jsonl")
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte(`version: 1
+name: launched
+state: state.db
+datasets:
+  chat: {source: data/chat.jsonl, format: messages, est_completion_tokens: 360}
+endpoints:
+  target:
+    api: sglang
+    tokens_per_second: 1
+    launch:
+      argv: [python3, -m, sglang.launch_server, --model-path, "${MODEL_PATH}", --port, "{port}", --tp, "4"]
+      replicas: 2
+      gpus: 8
+      gpu_hour_price: 2.5
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {max_tokens: 1000}}
+`), 0o644)
+	vars := map[string]string{"MODEL_PATH": "/models/qwen"}
+	code, out, errs := eagletEnv(vars, "plan", spec)
+	// 10 answers of 360 tokens at 1 token/s: an hour, on 2 x 4 GPUs.
+	want := "launches:\n  target: 2 replicas of python3, 4 GPUs each; start-up not measured yet; up about 1h0m0s this run, 8.0 GPU-hours, $20.00 at $2.50 per GPU-hour\n"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("plan (exit %d) does not show\n%s\nin:\n%s%s", code, want, out, errs)
+	}
+	os.MkdirAll(filepath.Join(dir, "servers"), 0o755)
+	os.WriteFile(filepath.Join(dir, "servers", "target.json"), []byte(`{"start_up_seconds": 754.2}`), 0o644)
+	if _, out, _ := eagletEnv(vars, "plan", spec); !strings.Contains(out, "start-up 12m34s at the last launch; up about 1h12m34s this run") {
+		t.Errorf("plan does not count the last launch's start-up:\n%s", out)
+	}
+
+	os.WriteFile(spec, bytes.Replace(must(os.ReadFile(spec)), []byte(`"{port}"`), []byte(`"{prot}"`), 1), 0o644)
+	code, _, errs = eagletEnv(vars, "validate", spec)
+	if want := "spec.yaml:11:88: endpoint target: launch.argv.6: unknown placeholder {prot}"; code != exitSpec || !strings.Contains(errs, want) {
+		t.Errorf("validate (exit %d) does not report %q:\n%s", code, want, errs)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

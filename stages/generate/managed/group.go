@@ -76,7 +76,7 @@ func New(s *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Group, 
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	g := &Group{opts: o, logf: logf, dir: filepath.Join(filepath.Dir(s.State), "servers")}
+	g := &Group{opts: o, logf: logf, dir: logDir(s)}
 	g.cfg = serve.Config{Name: ep.Name, API: serve.API(ep.API), Options: o.Options, Written: ep.Launch,
 		LogDir: g.dir, Dir: filepath.Dir(s.Path), APIKey: ep.APIKey, Logf: logf, Redact: s.Redact}
 	for i := range o.Replicas {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+
+	"github.com/eaglet-dev/eaglet/specs"
 )
 
 // record is what a launch leaves beside its servers' logs for the next
@@ -30,5 +32,9 @@ func lastLaunch(dir, name string) (r record, ok bool) {
 	}
 	return r, true
 }
+
+// logDir is where a spec's launched servers write their logs: servers/
+// beside the store, on the filesystem a job on another node shares.
+func logDir(s *specs.Spec) string { return filepath.Join(filepath.Dir(s.State), "servers") }
 
 func recordPath(dir, name string) string { return filepath.Join(dir, name+".json") }
