@@ -129,6 +129,13 @@ func TestRun_LaunchedEndpoint(t *testing.T) {
 	if code != 0 || strings.Contains(out, "launching") || requestsTo(dir) != asked {
 		t.Errorf("the rerun (exit %d) launched servers or sent requests:\n%s", code, out)
 	}
+	// Under another dataset name every record is a new instance's, and
+	// each answer is found again by its content: still nothing to send.
+	os.WriteFile(spec, bytes.ReplaceAll(must(os.ReadFile(spec)), []byte("chat:"), []byte("renamed:")), 0o644)
+	code, out = runBin(bin, "run", "--progress", "lines", spec)
+	if code != 0 || !strings.Contains(out, "generate[renamed]") || strings.Contains(out, "launching") || requestsTo(dir) != asked {
+		t.Errorf("the run under a new dataset name (exit %d) launched servers or sent requests:\n%s", code, out)
+	}
 
 	t.Run("replica killed", func(t *testing.T) {
 		dir, spec := launchedSpec(t, bin, 150)

@@ -137,7 +137,7 @@ func (g *Group) launch(life context.Context, started chan struct{}) {
 	for i, r := range sg.Replicas() {
 		g.Rotation.Replace(g.urls[i], r.URL)
 		g.replicas[i].since = r.ReadyAt
-		go g.watch(life, i, r)
+		go g.watch(life, sg, i, r)
 	}
 	g.urls = urls
 	took := time.Since(g.began)
@@ -147,7 +147,7 @@ func (g *Group) launch(life context.Context, started chan struct{}) {
 
 // watch restarts replica i each time its server's process exits, with
 // backoff, until its restarts are spent or the group is closed.
-func (g *Group) watch(life context.Context, i int, r *serve.Replica) {
+func (g *Group) watch(life context.Context, sg *serve.Group, i int, r *serve.Replica) {
 	for {
 		select {
 		case <-r.Exited():
@@ -187,7 +187,7 @@ func (g *Group) watch(life context.Context, i int, r *serve.Replica) {
 		g.mu.Lock()
 		rep.restarts++
 		g.mu.Unlock()
-		nr, err := g.sg.Restart(life, i)
+		nr, err := sg.Restart(life, i)
 		if errors.Is(err, serve.ErrStopped) {
 			return
 		}
