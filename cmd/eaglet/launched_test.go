@@ -139,17 +139,14 @@ func TestRun_LaunchedEndpoint(t *testing.T) {
 
 	t.Run("replica killed", func(t *testing.T) {
 		dir, spec := launchedSpec(t, bin, 150)
-		logPath := filepath.Join(dir, "run.log")
-		cmd, log := startBin(t, bin, logPath, "run", "--progress", "lines", spec)
+		cmd, log := startBin(t, bin, filepath.Join(dir, "run.log"), "run", "--progress", "lines", spec)
 		// Kill replica 1 once it has answered some and holds some more.
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if pids := serverPIDs(readFile(logPath))[1]; len(pids) == 1 && requestsTo(dir)[1] >= 4 {
-				syscall.Kill(pids[0], syscall.SIGKILL)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		until(func() bool { return len(serverPIDs(log())[1]) == 1 && requestsTo(dir)[1] >= 4 })
+		pids := serverPIDs(log())[1]
+		if len(pids) != 1 {
+			t.Fatalf("replica 1 did not start once and answer:\n%s", log())
 		}
+		syscall.Kill(pids[0], syscall.SIGKILL)
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("run: %v:\n%s", err, log())
 		}
@@ -170,15 +167,8 @@ func TestRun_LaunchedEndpoint(t *testing.T) {
 
 	t.Run("eaglet killed", func(t *testing.T) {
 		dir, spec := launchedSpec(t, bin, 150)
-		logPath := filepath.Join(dir, "run.log")
-		cmd, log := startBin(t, bin, logPath, "run", "--progress", "lines", spec)
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if asked := requestsTo(dir); asked[0]+asked[1] >= 6 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		cmd, log := startBin(t, bin, filepath.Join(dir, "run.log"), "run", "--progress", "lines", spec)
+		until(func() bool { asked := requestsTo(dir); return asked[0]+asked[1] >= 6 })
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		killed := log()
@@ -213,6 +203,13 @@ func startBin(t *testing.T, bin, path string, args ...string) (*exec.Cmd, func()
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	return cmd, func() string { return readFile(path) }
+}
+
+// until polls cond until it holds, for 20 s at most.
+func until(cond func() bool) {
+	for deadline := time.Now().Add(20 * time.Second); !cond() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func readFile(path string) string {
