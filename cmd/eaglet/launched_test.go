@@ -124,6 +124,10 @@ func TestRun_LaunchedEndpoint(t *testing.T) {
 		!regexp.MustCompile(`target: 2 replicas ready in \S+ at http://127\.0\.0\.1:\d+/v1, http://127\.0\.0\.1:\d+/v1`).MatchString(out) {
 		t.Errorf("the run did not say it launched the servers:\n%s", out)
 	}
+	// The last instance using the servers stops them, before the merge.
+	if stopped, merge := strings.Index(out, "target: stopped; 2 replicas up"), strings.Index(out, "merge: started"); stopped < 0 || stopped > merge {
+		t.Errorf("the servers were not stopped once generate was done, before the merge:\n%s", out)
+	}
 	noServerLeft(t, out)
 	code, out = runBin(bin, "run", "--progress", "lines", spec)
 	if code != 0 || strings.Contains(out, "launching") || requestsTo(dir) != asked {
