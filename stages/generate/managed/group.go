@@ -39,17 +39,15 @@ type Group struct {
 	dir string
 
 	mu sync.Mutex
-	// started is closed once a start has ended, err then saying how;
-	// nil until Start is first called (and again after Close).
-	started chan struct{}
-	err     error
+	// current is the start under way or done; nil until Start is first
+	// called, and again after Close.
+	current *start
 	sg      *serve.Group
 	// end ends the start, the watchers and their restarts.
 	end  context.CancelFunc
 	urls []string
 	// replicas are what the run knows of each replica, by index.
 	replicas []*replica
-	began    time.Time
 }
 
 // replica is a group's replica over the run, across restarts.
@@ -63,6 +61,13 @@ type replica struct {
 	up    time.Duration
 	since time.Time
 	lost  bool
+}
+
+// start is one launch of the servers: done is closed once it has ended,
+// err then saying how.
+type start struct {
+	done chan struct{}
+	err  error
 }
 
 // New prepares endpoint ep's launch, checked as the spec's check does,
@@ -100,36 +105,34 @@ func (g *Group) URLs() []string {
 // result. ctx bounds only the caller's wait: the servers live until Close.
 func (g *Group) Start(ctx context.Context) error {
 	g.mu.Lock()
-	if g.started == nil {
-		g.started = make(chan struct{})
+	if g.current == nil {
+		g.current = &start{done: make(chan struct{})}
 		life, end := context.WithCancel(context.Background())
 		g.end = end
-		go g.launch(life, g.started)
+		go g.launch(life, g.current)
 	}
-	started := g.started
+	st := g.current
 	g.mu.Unlock()
 	select {
-	case <-started:
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.err
+	case <-st.done:
+		return st.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
 // launch starts the servers, puts their URLs in rotation and watches each.
-func (g *Group) launch(life context.Context, started chan struct{}) {
-	g.began = time.Now()
+func (g *Group) launch(life context.Context, st *start) {
+	began := time.Now()
 	o := g.opts
 	g.logf("launching %s: %s of %s, logs in %s", g.cfg.Name, plural(o.Replicas, "replica"), filepath.Base(o.Argv[0]), g.dir)
 	sg, err := serve.Start(life, g.cfg)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	defer close(started)
+	defer close(st.done)
 	if err != nil {
-		g.err = fmt.Errorf("launch %s: %w", g.cfg.Name, err)
-		g.logf("%v", g.err)
+		st.err = fmt.Errorf("launch %s: %w", g.cfg.Name, err)
+		g.logf("%v", st.err)
 		return
 	}
 	g.sg = sg
@@ -140,7 +143,7 @@ func (g *Group) launch(life context.Context, started chan struct{}) {
 		go g.watch(life, sg, i, r)
 	}
 	g.urls = urls
-	took := time.Since(g.began)
+	took := time.Since(began)
 	g.logf("%s: %s ready in %s at %s", g.cfg.Name, plural(o.Replicas, "replica"), took.Round(time.Millisecond), strings.Join(urls, ", "))
 	g.keep(record{StartUpSeconds: took.Seconds()})
 }
@@ -253,17 +256,17 @@ func (g *Group) Restart(url, cause string) bool {
 // launch keeps them. A later Start launches them again.
 func (g *Group) Close() error {
 	g.mu.Lock()
-	started, end := g.started, g.end
-	g.started = nil
+	st, end := g.current, g.end
+	g.current = nil
 	g.mu.Unlock()
-	if started == nil {
+	if st == nil {
 		return nil
 	}
 	end()
-	<-started
+	<-st.done
 	g.mu.Lock()
 	sg, summary := g.sg, g.summary()
-	g.sg, g.err = nil, nil
+	g.sg = nil
 	g.mu.Unlock()
 	if sg == nil {
 		return nil

@@ -53,6 +53,10 @@ func decode(s *specs.Spec, ep *specs.Endpoint) (*Options, error) {
 	}
 	if err := o.Options.Validate(ep.Launch); err != nil {
 		errs = multierror.Append(errs, positioned(s, ep, err))
+	} else if _, err := o.Shares(ep.Launch, nil); err != nil {
+		// Devices that do not split among the replicas: known before
+		// anything starts, from the options and CUDA_VISIBLE_DEVICES.
+		errs = multierror.Append(errs, positioned(s, ep, err))
 	}
 	if errs != nil {
 		errs.ErrorFormat = specs.FormatErrors

@@ -66,6 +66,13 @@ func TestCheck_Positions(t *testing.T) {
     api: sglang
     launch: {replicas: 2}
 `, want: []string{"spec.yaml:6:5: endpoint target: launch.argv: no command"}},
+		{name: "devices that do not split", endpoints: `  target:
+    api: sglang
+    launch:
+      argv: [srv, "{port}", "{gpus}"]
+      replicas: 2
+      gpus: [0, 1, 2]
+`, want: []string{"spec.yaml:6:5: endpoint target: launch.gpus_per_replica: 3 devices (gpus) do not split evenly among 2 replicas"}},
 		{name: "an api with no server", endpoints: `  target:
     api: sim
     launch: {argv: [srv, "{port}"]}
