@@ -166,6 +166,11 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 		}()
 	}
 	wg.Wait()
+	// What the run shares ends with it (servers eaglet launched), while
+	// the progress log still takes the lines saying so.
+	if err := r.shared.Close(); err != nil {
+		prog.line("warning: %v", err)
+	}
 	stopProg()
 	// What kinds keep of their own work in batches (a multi-answer
 	// record's answers so far) is written before the run says it ended.
@@ -223,6 +228,9 @@ func (r *runner) runNode(ctx context.Context, n *Node) *Result {
 		return r.fail(n, err)
 	}
 	pr.inst.Force = r.opts.Force[n]
+	if rel, ok := pr.stage.(stages.Releaser); ok {
+		defer rel.Release()
+	}
 	if x, ok := pr.stage.(stages.Progressor); ok {
 		r.prog.watch(n, x)
 	}

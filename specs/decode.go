@@ -71,9 +71,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 		v.Set(reflect.ValueOf(Expr{Src: n.Value, Pos: Pos{File: d.errs.file, Line: n.Line, Col: n.Column}, quoted: n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0}))
 		return
 	}
-	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok && v.Kind() == reflect.Struct {
-		if err := n.Decode(u); err != nil {
+	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok {
+		switch err := n.Decode(u); {
+		case err == nil:
+		case v.Kind() == reflect.Struct:
 			d.errs.node(n, "expected %s, got %q", typeName(v.Type()), n.Value)
+		default:
+			// A list or a scalar of its own reading (a launch's gpus: a
+			// list or a count) says best what it wants.
+			d.errs.node(n, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		return
 	}

@@ -85,7 +85,12 @@ type Endpoint struct {
 	Price *Price `yaml:"price"`
 	// Options are the API's own settings, decoded by its backend.
 	Options *yaml.Node `yaml:"options"`
-	Pos     Pos
+	// Launch, instead of URLs, says how eaglet starts the endpoint's
+	// servers itself; the launcher decodes and checks it (RegisterLaunch).
+	Launch *yaml.Node `yaml:"launch"`
+	Pos    Pos
+
+	node *yaml.Node // the endpoint's mapping, for LaunchKeyPos
 }
 
 // Price is a per-million-token price.
@@ -212,7 +217,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		}
 		checkDataset(v, n, errs)
 	})
-	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string, _ *yaml.Node) { v.Name = name })
+	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string, n *yaml.Node) { v.Name = name; v.node = n })
 	for _, ds := range s.Datasets {
 		if ds.Source != "" {
 			if _, err := os.Stat(s.Resolve(ds.Source)); err != nil {
@@ -222,6 +227,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	}
 	for _, ep := range s.Endpoints {
 		checkEndpoint(ep, errs)
+		checkLaunch(s, ep, errs)
 	}
 	_, seq := mapEntry(root, "stages")
 	if seq == nil || seq.Kind != yaml.SequenceNode || len(seq.Content) != len(top.Stages) {
@@ -316,8 +322,8 @@ func checkEndpoint(ep *Endpoint, errs *errorList) {
 		// A program built without backends (specs' own tests) knows no API,
 		// so it cannot tell a known one from a misspelt one: it checks none.
 	default:
-		if api.NeedsURLs && len(ep.URLs) == 0 {
-			errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: api %s needs `urls:`", ep.Name, ep.API)
+		if api.NeedsURLs && len(ep.URLs) == 0 && ep.Launch == nil {
+			errs.at(ep.Pos.Line, ep.Pos.Col, "endpoint %s: api %s needs `urls:` (or `launch:`, for eaglet to start its servers)", ep.Name, ep.API)
 		}
 		if ep.Options != nil {
 			o := reflect.ValueOf(api.Options()).Elem()

@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -480,6 +483,15 @@ type Limit struct {
 	What string
 }
 
+// Releaser is implemented by stages that hold a resource of the run beyond
+// their own work (generate, the servers eaglet launched for its
+// endpoint): the engine calls Release once the instance is done in the
+// run, however it ended, so the last user of such a resource frees it
+// before the run ends.
+type Releaser interface {
+	Release()
+}
+
 // Shared is a per-run store of resources shared between instances.
 type Shared struct {
 	// Log, when set, writes a line about the run rather than one instance
@@ -516,6 +528,28 @@ func (s *Shared) Get(key string, make func() (any, error)) (any, error) {
 	}
 	s.m[key] = v
 	return v, nil
+}
+
+// Close closes every resource that is an io.Closer (the servers eaglet
+// launched for an endpoint), in the order of their keys, and returns every
+// error; the engine calls it when the run ends, however it ends.
+func (s *Shared) Close() error {
+	s.mu.Lock()
+	keys := slices.Sorted(maps.Keys(s.m))
+	var closers []io.Closer
+	for _, k := range keys {
+		if c, ok := s.m[k].(io.Closer); ok {
+			closers = append(closers, c)
+		}
+	}
+	s.mu.Unlock()
+	var errs *multierror.Error
+	for _, c := range closers {
+		if err := c.Close(); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	return errs.ErrorOrNil()
 }
 
 // Tokenizer returns the model's tokenizer in dir (a resolved path), loaded

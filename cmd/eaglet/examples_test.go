@@ -21,8 +21,10 @@ import (
 // TestExamples runs the example specs end to end against the simulated
 // server over HTTP, with faults on: every record ends done, dropped or
 // skipped, the output has the target's answers, and the API key appears
-// nowhere eaglet writes. The runs spend most of their time in the retries'
-// backoff, so they wait beside the package's other tests.
+// nowhere eaglet writes. launched.yaml starts its servers itself, the
+// real `eaglet sim-server` with its defaults and no faults. The runs spend
+// most of their time in the retries' backoff, so they wait beside the
+// package's other tests.
 func TestExamples(t *testing.T) {
 	t.Parallel()
 	const key = "sk-or-v1-test-secret-0123456789"
@@ -30,11 +32,15 @@ func TestExamples(t *testing.T) {
 	tests := []struct {
 		spec string
 		env  func(url string) map[string]string
+		// ids is set when the prompts go as token ids, launched when the
+		// spec starts its own servers.
+		ids, launched bool
 	}{
-		{"sglang.yaml", func(url string) map[string]string { return map[string]string{"SGLANG_URL": url} }},
-		{"openrouter.yaml", func(url string) map[string]string {
+		{spec: "sglang.yaml", env: func(url string) map[string]string { return map[string]string{"SGLANG_URL": url} }, ids: true},
+		{spec: "openrouter.yaml", env: func(url string) map[string]string {
 			return map[string]string{"OPENAI_BASE_URL": url + "/v1", "OPENROUTER_API_KEY": key}
 		}},
+		{spec: "launched.yaml", env: func(string) map[string]string { return map[string]string{} }, ids: true, launched: true},
 	}
 	tok, err := tokenizer.Load("../../internal/tokenizer/testdata/qwen3")
 	if err != nil {
@@ -48,9 +54,18 @@ func TestExamples(t *testing.T) {
 		t.Run(tt.spec, func(t *testing.T) {
 			t.Parallel()
 			model := sim.New(sim.Config{Seed: 1, MeanTokens: 200})
-			url := simtest.Serve(t, server.Config{Model: model, APIKey: apiKeyFor(tt.spec, key), Faults: faults})
+			var vars map[string]string
+			if tt.launched {
+				if testing.Short() {
+					t.Skip("builds eaglet, whose sim-server the spec launches")
+				}
+				model = sim.New(sim.Config{}) // sim-server's defaults
+				vars = tt.env("")
+				vars["EAGLET"] = buildEaglet(t)
+			} else {
+				vars = tt.env(simtest.Serve(t, server.Config{Model: model, APIKey: apiKeyFor(tt.spec, key), Faults: faults}))
+			}
 			out := t.TempDir()
-			vars := tt.env(url)
 			vars["OUT"] = out
 			var stdout, stderr bytes.Buffer
 			env := &cmdEnv{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] },
@@ -74,7 +89,7 @@ func TestExamples(t *testing.T) {
 				seen[l.ID] = true
 				// The stored answer is the one the model gives this very prompt.
 				prompt := sim.Prompt{Messages: msgs[:len(msgs)-1]}
-				if tt.spec == "sglang.yaml" {
+				if tt.ids {
 					ids, err := tmpl.PromptIDs(prompt.Messages, nil)
 					if err != nil {
 						t.Fatal(err)

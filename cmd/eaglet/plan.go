@@ -56,6 +56,7 @@ func runPlan(ctx context.Context, env *cmdEnv, args []string) error {
 		what = "all of it is up to date; `eaglet run` with these flags would do nothing"
 	}
 	printPlan(env.stdout, p, steps, what)
+	printLaunches(env.stdout, launchPlans(p, steps))
 	// The table keeps one line per instance; each error is shown in full
 	// after it, with the spec line it points into.
 	var errs []error

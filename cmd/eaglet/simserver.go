@@ -49,6 +49,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.BoolVar(&cfg.FlatErrors, "flat-errors", false, `send OpenAI-route errors as {"object":"error",...}`)
 	fs.BoolVar(&cfg.Comments, "comments", false, "send ': OPENROUTER PROCESSING' SSE comments")
 	apiKeyEnv := fs.String("api-key-env", "", "environment variable holding the API key to require")
+	logRequests := fs.Bool("log-requests", false, "write a line per request received to stderr (method and path), to count what each server was asked")
 	tokDir := fs.String("tokenizer", "", "a model directory (tokenizer.json, chat template): count prompts as a server of that model does, so a tokenize stage with the same model agrees (default: sim tokens)")
 	f := &cfg.Faults
 	fs.Uint64Var(&f.Seed, "fault-seed", 0, "seed of fault decisions")
@@ -100,7 +101,14 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = srv
+	if *logRequests {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(env.stderr, "request %s %s\n", r.Method, r.URL.Path)
+			srv.ServeHTTP(w, r)
+		})
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.stderr, "eaglet sim-server: serving %q on http://%s (/generate, /v1/chat/completions, /v1/completions)\n",
 		cfg.Name, ln.Addr())
 	errc := make(chan error, 1)

@@ -18,6 +18,9 @@ var (
 	ErrExited = errors.New("exited before it was ready")
 	// ErrNotReady is a replica that did not answer within ready_timeout.
 	ErrNotReady = errors.New("not ready")
+	// ErrStopped is a restart of a group that was stopped before the new
+	// server answered.
+	ErrStopped = errors.New("the servers were stopped")
 )
 
 // tailLines is how many of a log's last lines an error shows: enough for

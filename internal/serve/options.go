@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -243,6 +244,25 @@ func (o *Options) resolve(written *yaml.Node) (*settings, error) {
 		}
 	}
 	return s, errs.ErrorOrNil()
+}
+
+// Shares are the devices each local replica gets, by index, as Start
+// gives them (none to a job, whose scheduler assigns them), with the
+// problem when they do not split; environ is the commands' environment,
+// for CUDA_VISIBLE_DEVICES (nil: eaglet's own). written is as for
+// Validate.
+func (o *Options) Shares(written *yaml.Node, environ []string) ([]Devices, error) {
+	s, err := o.resolve(written)
+	if err != nil {
+		return nil, err
+	}
+	if s.scheduled() {
+		return make([]Devices, s.Replicas), nil
+	}
+	if environ == nil {
+		environ = os.Environ()
+	}
+	return s.shares(environ)
 }
 
 // shares splits the devices among the replicas: devices from the options,

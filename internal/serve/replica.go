@@ -20,6 +20,15 @@ type endpoint struct {
 	environ []string
 }
 
+// commandLine is argv as the logs show it, secrets scrubbed.
+func (e *endpoint) commandLine(argv []string) string {
+	line := strings.Join(argv, " ")
+	if e.cfg.Redact != nil {
+		line = e.cfg.Redact(line)
+	}
+	return line
+}
+
 // Replica is one server of a group: a process on this machine or a job on
 // a scheduler. Its Server is where it answers once the group has started.
 type Replica struct {
@@ -55,6 +64,10 @@ func (r *Replica) Exited() <-chan struct{} {
 	}
 	return r.proc.exited
 }
+
+// LogTail is the last lines of the replica's log, which say why a server
+// exited far better than its exit status does.
+func (r *Replica) LogTail() []string { return tail(r.Log, tailLines) }
 
 // ExitErr is why a local server's process ended, once Exited is closed:
 // nil when it exited with status 0.
@@ -124,7 +137,7 @@ func (r *Replica) launch(port int) error {
 	}
 	defer log.Close() // the server has its own copy
 	fmt.Fprintf(log, "=== eaglet: %s replica %d on port %d%s, started %s: %s\n", e.cfg.Name, r.Index, port, devices,
-		r.StartedAt.Format(time.RFC3339), strings.Join(argv, " "))
+		r.StartedAt.Format(time.RFC3339), e.commandLine(argv))
 	if r.proc, err = startProcess(argv, e.cfg.Dir, env, log, e.s.Keep); err != nil {
 		fmt.Fprintf(log, "=== eaglet: %v\n", err)
 		return err
@@ -153,7 +166,7 @@ func (r *Replica) submit(ctx context.Context) error {
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "=== eaglet: %s replica %d submitted to %s %s: %s\n", e.cfg.Name, r.Index, e.s.Scheduler,
-		r.StartedAt.Format(time.RFC3339), strings.Join(argv, " "))
+		r.StartedAt.Format(time.RFC3339), e.commandLine(argv))
 	ctx, cancel := context.WithDeadline(ctx, r.StartedAt.Add(e.s.readyTimeout))
 	defer cancel()
 	// sbatch and `ray job submit` pass the environment on to the job, so a
@@ -191,7 +204,7 @@ func (r *Replica) cancelJob() error {
 		return fail(err)
 	}
 	defer log.Close()
-	fmt.Fprintf(log, "=== eaglet: stopping job %s: %s\n", r.JobID, strings.Join(argv, " "))
+	fmt.Fprintf(log, "=== eaglet: stopping job %s: %s\n", r.JobID, e.commandLine(argv))
 	ctx, cancel := context.WithTimeout(context.Background(), e.s.grace+stopSlack)
 	defer cancel()
 	if _, err := runCommand(ctx, argv, e.cfg.Dir, e.environ, log); err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/go-multierror"
@@ -40,12 +41,23 @@ type Config struct {
 	APIKey string
 	// Logf reports each replica's start, readiness and stop (nil: silent).
 	Logf func(format string, args ...any)
+	// Redact scrubs secrets (a ${VAR} from the environment) from the
+	// command lines eaglet writes into the logs (nil: written as they are).
+	Redact func(string) string
 }
 
 // Group is an endpoint's running replicas.
 type Group struct {
 	*endpoint
+	// mu guards replicas, which Restart changes, and stopped.
+	mu       sync.Mutex
 	replicas []*Replica
+	// stopped is set once Stop began: a replica a restart brings up
+	// after it is stopped at once.
+	stopped bool
+	// life ends when the group is stopped, cutting a restart's wait short.
+	life    context.Context
+	endLife context.CancelFunc
 	// unwatch stops the stop that the start context's end would trigger.
 	unwatch func() bool
 }
@@ -73,6 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 		return nil, fmt.Errorf("launch %s: %w", cfg.Name, err)
 	}
 	g := &Group{endpoint: &endpoint{cfg: cfg, s: s, environ: cfg.Environ}}
+	g.life, g.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	if g.environ == nil {
 		g.environ = os.Environ()
 	}
@@ -135,13 +148,17 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 }
 
 // Replicas are the group's replicas, by index.
-func (g *Group) Replicas() []*Replica { return g.replicas }
+func (g *Group) Replicas() []*Replica {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.replicas)
+}
 
 // URLs are the replicas' API base URLs, by index.
 func (g *Group) URLs() []string {
-	urls := make([]string, len(g.replicas))
-	for i, r := range g.replicas {
-		urls[i] = r.URL
+	urls := make([]string, 0, len(g.replicas))
+	for _, r := range g.Replicas() {
+		urls = append(urls, r.URL)
 	}
 	return urls
 }
@@ -156,11 +173,17 @@ func (g *Group) Close() error {
 	return g.Stop()
 }
 
-// Stop stops every replica, kept or not, and waits until they are gone.
+// Stop stops every replica, kept or not, and waits until they are gone;
+// a restart under way is cut short and its server stopped too.
 func (g *Group) Stop() error {
-	errs := make([]error, len(g.replicas))
+	g.mu.Lock()
+	g.stopped = true
+	replicas := slices.Clone(g.replicas)
+	g.mu.Unlock()
+	g.endLife()
+	errs := make([]error, len(replicas))
 	var wg sync.WaitGroup
-	for i, r := range g.replicas {
+	for i, r := range replicas {
 		wg.Go(func() { errs[i] = r.Stop() })
 	}
 	wg.Wait()

@@ -54,11 +54,16 @@ var (
 	_ stages.Rationed      = (*Generate)(nil)
 	_ stages.Spender       = (*Generate)(nil)
 	_ stages.Estimator     = (*Generate)(nil)
+	_ stages.Releaser      = (*Generate)(nil)
 )
 
 func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	v, err := inst.Shared.Get("endpoint:"+o.Endpoint, func() (any, error) {
-		return endpoint.New(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
+		e, err := endpoint.New(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
+		if err == nil {
+			e.Users(endpointUsers(inst.Spec, o.Endpoint))
+		}
+		return e, err
 	})
 	if err != nil {
 		return nil, err
@@ -265,7 +270,12 @@ func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcom
 		}
 	}
 	tl := &endpoint.Tally{}
-	out, err := g.converse(ctx, rec, t, tl, keep)
+	// Servers eaglet launches start once a record is about to be sent.
+	err := g.ep.Launch(ctx)
+	var out *conv.Record
+	if err == nil {
+		out, err = g.converse(ctx, rec, t, tl, keep)
+	}
 	if g.quota != nil {
 		if err == nil {
 			out.Key = rec.Key

@@ -55,6 +55,8 @@ type Endpoint struct {
 	// streams is set when answers stream, so the timeout counts from the
 	// last token rather than bounding the whole answer.
 	streams bool
+	// launched is set when eaglet starts the endpoint's servers itself.
+	launched *launched
 }
 
 // downFor is how long every URL has been out of service (0: one is in).
@@ -71,9 +73,16 @@ func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endp
 	e := &Endpoint{Spec: ep, Concurrency: ep.Concurrency.N, MeanTokens: 1000}
 	e.guard.logf = logf
 	server := pool.Server{URLs: ep.URLs, APIKey: ep.APIKey, Headers: ep.Headers, Model: ep.Model}
-	if len(ep.URLs) > 0 {
+	if ep.Launch != nil {
 		var err error
-		cfg := pool.Config{URLs: ep.URLs}
+		if e.launched, err = newLaunched(spec, ep, logf); err != nil {
+			return nil, err
+		}
+		server.URLs = e.launched.group.URLs()
+	}
+	if len(server.URLs) > 0 {
+		var err error
+		cfg := pool.Config{URLs: server.URLs}
 		if logf != nil {
 			cfg.Log = func(format string, args ...any) { logf("endpoint %s: %s", ep.Name, fmt.Sprintf(format, args...)) }
 		}
@@ -81,6 +90,9 @@ func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endp
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
 		e.guard.pool, e.guard.auth = server.Pool, pool.Auth{APIKey: ep.APIKey, Headers: ep.Headers}
+	}
+	if e.launched != nil {
+		e.launched.attach(e, server.Pool)
 	}
 	maxConc := ep.MaxConcurrency
 	if maxConc == 0 {

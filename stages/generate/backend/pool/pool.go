@@ -97,13 +97,18 @@ func New(cfg Config) (*Pool, error) {
 	}
 	for _, u := range cfg.URLs {
 		base := strings.TrimRight(u, "/")
-		p.urls = append(p.urls, &URL{Base: base, bare: bareURL(base), rest: cfg.Rest, urlWatch: urlWatch{flights: map[*flight]struct{}{}}})
+		p.urls = append(p.urls, newURL(base, cfg.Rest))
 	}
 	return p, nil
 }
 
 // Client returns the HTTP client requests go through.
 func (p *Pool) Client() *http.Client { return p.client }
+
+// newURL is the server at base, in service, resting rest after failing.
+func newURL(base string, rest time.Duration) *URL {
+	return &URL{Base: base, bare: bareURL(base), rest: rest, urlWatch: urlWatch{flights: map[*flight]struct{}{}}}
+}
 
 // Acquire picks the healthy URL with the fewest outstanding requests. A URL
 // out of service whose rest is over is probed: handed to exactly one
