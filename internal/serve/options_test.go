@@ -25,13 +25,13 @@ func TestOptions_Validate(t *testing.T) {
 		{name: "local mistakes", opts: Options{Argv: []string{"srv", "--port", "{prot}"}, Replicas: -1, GPUsPerReplica: -2,
 			ReadyTimeout: "soon", Grace: "-1s", JobID: "x", Address: "h:1"},
 			want: []string{"replicas: -1 replicas", "gpus_per_replica: -2", "ready_timeout: \"soon\"", "grace: \"-1s\"",
-				"argv.2: in \"{prot}\": unknown placeholder {prot} (did you mean \"port\"?)", "argv: no {port}", "job_id: applies to a scheduler's jobs", "address: applies"}},
+				"argv.2: unknown placeholder {prot} (did you mean \"port\"?)", "argv: no {port}", "job_id: applies to a scheduler's jobs", "address: applies"}},
 		{name: "unknown scheduler", opts: Options{Argv: sglangArgv, Scheduler: "slrum"}, want: []string{"scheduler: unknown scheduler \"slrum\" (did you mean \"slurm\"?)"}},
 		{name: "slurm", opts: Options{Argv: []string{"sbatch", "--export=ALL,ADDR={address_file}", "serve.sh", "{replica}"}}},
 		{name: "scheduler mistakes", opts: Options{Argv: []string{"sbatch", "--port", "{port}", "{gpus}"}, GPUs: Devices{"0"}, JobID: "(",
 			Stop: []string{}, Log: "{jobid}.out"},
 			want: []string{"argv.2: {port} is a free port on this machine", "argv.3: a scheduler assigns", "gpus: a scheduler assigns",
-				"job_id: not a regular expression", "stop: no command", "log: in \"{jobid}.out\": unknown placeholder {jobid} (did you mean \"job_id\"?)"}},
+				"job_id: not a regular expression", "stop: no command", "log: unknown placeholder {jobid} (did you mean \"job_id\"?)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.opts.Validate(nil)
@@ -175,7 +175,7 @@ func TestExpand(t *testing.T) {
 		{in: "{{port}} {port}", want: "{port} 30001"},
 		{in: "${MODEL_PATH}/{replica}", want: "${MODEL_PATH}/1"},
 		{in: "{.status.podIP} {} { port }", want: "{.status.podIP} {} { port }"},
-		{in: "{gpus}", err: "in \"{gpus}\": unknown placeholder {gpus}; placeholders: {port} {replica}"},
+		{in: "{gpus}", err: "unknown placeholder {gpus}; placeholders: {port} {replica}"},
 	} {
 		got, err := expand(tc.in, vals)
 		if tc.err != "" {

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 
@@ -9,13 +8,9 @@ import (
 )
 
 // expand replaces each {name} in s by vals[name] (proc.Expand), and
-// fails on a name vals does not hold.
+// fails on a name vals does not hold; the caller names the option.
 func expand(s string, vals map[string]string) (string, error) {
-	out, err := proc.Expand(s, vals, slices.Sorted(maps.Keys(vals)))
-	if err != nil {
-		return "", fmt.Errorf("in %q: %w", s, err)
-	}
-	return out, nil
+	return proc.Expand(s, vals, slices.Sorted(maps.Keys(vals)))
 }
 
 // expandAll expands every item of argv.
