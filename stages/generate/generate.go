@@ -233,6 +233,10 @@ func (g *Generate) DefaultConcurrency() int { return g.ep.Concurrency }
 // model regenerates while moving a server to another URL does not.
 func (g *Generate) Fingerprint() (string, error) { return g.ep.Identity, nil }
 
+// Release tells the endpoint this instance is done with it in the run,
+// so the last instance using servers eaglet launched stops them.
+func (g *Generate) Release() { g.ep.Release() }
+
 // Process asks for the answer once the budget lets the request go.
 func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {
 	if stages.Stopping(ctx) {

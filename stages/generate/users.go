@@ -2,10 +2,6 @@ package generate
 
 import "github.com/eaglet-dev/eaglet/specs"
 
-// Release tells the endpoint this instance is done with it in the run,
-// so the last instance using servers eaglet launched stops them.
-func (g *Generate) Release() { g.ep.Release() }
-
 // endpointUsers counts the instances of the spec's generate stages that
 // send to endpoint name.
 func endpointUsers(spec *specs.Spec, name string) int {
