@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -102,22 +100,11 @@ func (r *Replica) adopt(ctx context.Context, rec Record) bool {
 }
 
 // killOrphan stops a kept server an earlier eaglet started, which is no
-// child of this one: its process group, if its leader is still the
-// leader of one (a reused pid is not).
+// child of this one: its process group, if that still has a live process
+// (a pid reused since is no group's id, unless it leads one of its own).
 func killOrphan(pid int, grace time.Duration) error {
-	if !leadsGroup(pid) {
+	if !groupAlive(pid) {
 		return nil
 	}
 	return killGroup(pid, grace, nil)
-}
-
-// leadsGroup reports whether process pid runs and leads its process group.
-func leadsGroup(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pid)
 }
