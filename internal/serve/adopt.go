@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -65,6 +66,8 @@ func (r *Replica) adoptFields(rec Record) {
 	}
 	if r.e.s.scheduled() {
 		r.addressFile = r.replicaFile("address")
+	} else if r.PID != 0 {
+		r.proc = orphan(r.PID)
 	}
 }
 
@@ -99,12 +102,29 @@ func (r *Replica) adopt(ctx context.Context, rec Record) bool {
 	return false
 }
 
-// killOrphan stops a kept server an earlier eaglet started, which is no
-// child of this one: its process group, if that still has a live process
-// (a pid reused since is no group's id, unless it leads one of its own).
-func killOrphan(pid int, grace time.Duration) error {
+// orphanPoll is how often the group of a kept server an earlier eaglet
+// started is looked for: it is no child of this one, so no wait tells
+// when it ends.
+const orphanPoll = time.Second
+
+// orphan watches process group pid, a kept server an earlier eaglet
+// started, as startProcess watches a child: exited is closed once no live
+// process is left in the group. Nil when none is left already.
+func orphan(pid int) *process {
 	if !groupAlive(pid) {
 		return nil
 	}
-	return killGroup(pid, grace, nil)
+	p := &process{pid: pid, exited: make(chan struct{})}
+	go func() {
+		for groupAlive(pid) {
+			time.Sleep(orphanPoll)
+		}
+		p.err = errOrphanGone
+		close(p.exited)
+	}()
+	return p
 }
+
+// errOrphanGone is why an adopted local server ended: as no child of this
+// eaglet, its exit status is not known.
+var errOrphanGone = errors.New("its process group ended (started by an earlier run, its exit status is unknown)")

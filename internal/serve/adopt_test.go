@@ -87,7 +87,8 @@ func TestStart_AdoptsRecordedJob(t *testing.T) {
 
 // TestStart_AdoptsKeptServer: a kept local server is recorded with its
 // pid; the next start given the record adopts it, and stopping that group
-// ends its process group though this start did not launch it.
+// ends its process group though this start did not launch it, and is
+// seen as its exit, as a watcher needs to restart it.
 func TestStart_AdoptsKeptServer(t *testing.T) {
 	cfg := testConfig(t, SGLang, Options{Argv: []string{"fake-server", "-port", "{port}"}, Keep: true, Grace: "2s"})
 	var rs records
@@ -111,6 +112,11 @@ func TestStart_AdoptsKeptServer(t *testing.T) {
 	}
 	if err := g.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-g.Replicas()[0].Exited():
+	default:
+		t.Error("the adopted server's end is not seen: a watcher could not restart it")
 	}
 	if !gone(old.PID) {
 		t.Errorf("the adopted server (pid %d) still runs", old.PID)

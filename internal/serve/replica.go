@@ -91,14 +91,11 @@ func (r *Replica) Stop() error {
 			if err := r.proc.kill(r.e.s.grace); err != nil {
 				r.stopErr = fmt.Errorf("%s replica %d: %w", r.e.cfg.Name, r.Index, err)
 			}
-		case r.PID != 0:
-			// Kept by an earlier run: no child of this eaglet.
-			if err := killOrphan(r.PID, r.e.s.grace); err != nil {
-				r.stopErr = fmt.Errorf("%s replica %d: %w", r.e.cfg.Name, r.Index, err)
-			}
-		default:
+		case r.PID == 0:
 			return // never started
 		}
+		// Else a kept server of an earlier run whose group is gone: only
+		// its record is left to forget.
 		if r.stopErr == nil {
 			r.e.cfg.Logf("%s replica %d: stopped", r.e.cfg.Name, r.Index)
 			if r.e.cfg.Forget != nil {
