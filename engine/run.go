@@ -118,7 +118,8 @@ func (p *Pipeline) Run(ctx context.Context, store *state.Store, opts RunOptions)
 	stopProg := prog.start()
 	defer stopProg()
 
-	r := &runner{p: p, store: store, opts: opts, shared: &stages.Shared{Log: prog.line, Clock: opts.Now}, prog: prog}
+	shared := &stages.Shared{Log: prog.line, Clock: opts.Now, Checkpoints: store.RunCheckpoints()}
+	r := &runner{p: p, store: store, opts: opts, shared: shared, prog: prog}
 	results := make(map[*Node]*Result, len(nodes))
 	done := make(map[*Node]chan struct{}, len(nodes))
 	for _, n := range nodes {

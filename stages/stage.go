@@ -500,8 +500,11 @@ type Shared struct {
 	// Clock is the run's clock (nil: the wall clock), settable so tests
 	// can move a run to another day.
 	Clock func() time.Time
-	mu    sync.Mutex
-	m     map[string]any
+	// Checkpoints keeps what the run records of its own, under no
+	// instance (the jobs of launched endpoints); nil without a store.
+	Checkpoints Checkpoints
+	mu          sync.Mutex
+	m           map[string]any
 }
 
 // Now returns the run's current time.

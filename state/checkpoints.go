@@ -21,6 +21,14 @@ func (s *Store) Checkpoints(instance string) *Checkpoints {
 	return &Checkpoints{s: s, instance: instance}
 }
 
+// runOwner owns the run's own checkpoints: no instance id is empty, so
+// resetting an instance never forgets them.
+const runOwner = ""
+
+// RunCheckpoints returns what runs record of their own beside the
+// instances' (the servers of launched endpoints that may outlive them).
+func (s *Store) RunCheckpoints() *Checkpoints { return s.Checkpoints(runOwner) }
+
 // EachCheckpoint calls fn with every checkpoint whose key starts with
 // prefix, in key order.
 func (c *Checkpoints) EachCheckpoint(prefix string, fn func(key string, value []byte) error) error {

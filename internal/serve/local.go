@@ -48,21 +48,34 @@ func startProcess(argv []string, dir string, env []string, log *os.File, keep bo
 // SGLang and vLLM workers may finish their own shutdown after it, and a
 // worker that ignores SIGTERM would hold its GPU.
 func (p *process) kill(grace time.Duration) error {
-	deadline := time.Now().Add(grace)
-	syscall.Kill(-p.pid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	select {
-	case <-p.exited:
-	case <-t.C:
-	}
-	t.Stop()
-	if !groupGone(p.pid, time.Until(deadline)) {
-		syscall.Kill(-p.pid, syscall.SIGKILL)
-		if !groupGone(p.pid, 5*time.Second) {
-			return fmt.Errorf("processes of group %d still running after SIGKILL", p.pid)
-		}
+	if err := killGroup(p.pid, grace, p.exited); err != nil {
+		return err
 	}
 	<-p.exited
+	return nil
+}
+
+// killGroup sends SIGTERM to process group pgid and SIGKILL to what is
+// left of it after grace. The wait ends early when exited (a leader of
+// this eaglet's; nil for one it did not start) is closed and the group
+// is gone.
+func killGroup(pgid int, grace time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(grace)
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	if exited != nil {
+		t := time.NewTimer(grace)
+		select {
+		case <-exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if !groupGone(pgid, time.Until(deadline)) {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		if !groupGone(pgid, 5*time.Second) {
+			return fmt.Errorf("processes of group %d still running after SIGKILL", pgid)
+		}
+	}
 	return nil
 }
 

@@ -91,11 +91,16 @@ func (r *Replica) Stop() error {
 			if err := r.proc.kill(r.e.s.grace); err != nil {
 				r.stopErr = fmt.Errorf("%s replica %d: %w", r.e.cfg.Name, r.Index, err)
 			}
-		default:
+		case r.PID == 0:
 			return // never started
 		}
+		// Else a kept server of an earlier run whose group is gone: only
+		// its record is left to forget.
 		if r.stopErr == nil {
 			r.e.cfg.Logf("%s replica %d: stopped", r.e.cfg.Name, r.Index)
+			if r.e.cfg.Forget != nil {
+				r.e.cfg.Forget(r.Index)
+			}
 		}
 	})
 	return r.stopErr
@@ -144,6 +149,7 @@ func (r *Replica) launch(port int) error {
 	}
 	r.PID = r.proc.pid
 	r.URL = "http://127.0.0.1:" + strconv.Itoa(port) + e.cfg.API.path()
+	r.recorded()
 	e.cfg.Logf("%s replica %d: started (pid %d, port %d%s), log %s", e.cfg.Name, r.Index, r.PID, port, devices, r.Log)
 	return nil
 }
@@ -181,6 +187,9 @@ func (r *Replica) submit(ctx context.Context) error {
 		return fmt.Errorf("the submit printed no job id matching %q (job_id); cancel by hand whatever it started", e.s.JobID)
 	}
 	r.JobID = id
+	// Recorded before it answers: an eaglet killed while the job loads
+	// leaves it on record, for the next run to adopt or cancel.
+	r.recorded()
 	where := r.addressFile
 	if e.s.Address != "" {
 		where = "address " + e.s.Address
@@ -236,6 +245,9 @@ func (r *Replica) waitReady(ctx context.Context) error {
 		err := r.probeReady(ctx, deadline)
 		if err == nil {
 			r.ReadyAt = time.Now()
+			if r.JobID != "" {
+				r.recorded() // now with its URL
+			}
 			r.e.cfg.Logf("%s replica %d: ready at %s after %s", r.e.cfg.Name, r.Index, r.URL, r.ReadyAt.Sub(r.StartedAt).Round(time.Millisecond))
 			return nil
 		}

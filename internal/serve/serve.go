@@ -41,6 +41,15 @@ type Config struct {
 	APIKey string
 	// Logf reports each replica's start, readiness and stop (nil: silent).
 	Logf func(format string, args ...any)
+	// Adopt are the replicas an earlier run recorded (Recorded) that may
+	// still be up: Start takes over each that answers instead of starting
+	// it, and stops the others before starting them afresh.
+	Adopt []Record
+	// Recorded, when set, hears of each replica that may outlive eaglet (a
+	// job, a kept server) once it is started or submitted, and again when
+	// a job answers; Forget of each one stopped, by index.
+	Recorded func(Record)
+	Forget   func(replica int)
 	// Redact scrubs secrets (a ${VAR} from the environment) from the
 	// command lines eaglet writes into the logs (nil: written as they are).
 	Redact func(string) string
@@ -119,6 +128,9 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 	var wg sync.WaitGroup
 	for i, r := range g.replicas {
 		wg.Go(func() {
+			if rec, ok := adoptable(cfg.Adopt, i); ok && r.adopt(startCtx, rec) {
+				return
+			}
 			if errs[i] = r.start(startCtx, ports[i]); errs[i] != nil {
 				cancel()
 			}
@@ -145,6 +157,16 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 		g.unwatch = context.AfterFunc(ctx, func() { g.Stop() })
 	}
 	return g, nil
+}
+
+// adoptable is the record of replica i among recs.
+func adoptable(recs []Record, i int) (Record, bool) {
+	for _, rec := range recs {
+		if rec.Replica == i {
+			return rec, true
+		}
+	}
+	return Record{}, false
 }
 
 // Replicas are the group's replicas, by index.

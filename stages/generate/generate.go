@@ -62,6 +62,7 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		e, err := endpoint.New(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
 		if err == nil {
 			e.Users(endpointUsers(inst.Spec, o.Endpoint))
+			e.KeepJobs(inst.Shared.Checkpoints)
 		}
 		return e, err
 	})

@@ -53,6 +53,15 @@ func (l *launched) attach(e *Endpoint, p *pool.Pool) {
 	}
 }
 
+// KeepJobs has the endpoint record in cp each server it launches that may
+// outlive the run (a job, a kept server), and adopt or cancel what an
+// earlier run recorded there. Without it nothing is recorded.
+func (e *Endpoint) KeepJobs(cp stages.Checkpoints) {
+	if e.launched != nil && cp != nil {
+		e.launched.group.Jobs = cp
+	}
+}
+
 // Launch starts the endpoint's servers when eaglet launches them and they
 // are not up yet, and waits until they answer. The generate stage calls it
 // before a record's requests, so servers start once there is something

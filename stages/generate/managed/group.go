@@ -12,6 +12,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/serve"
 	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // Rotation is where a group's URLs take requests: the endpoint's pool of
@@ -31,6 +32,9 @@ type Group struct {
 	// Down, when set, hears that every replica exited with its restarts
 	// spent: the endpoint can serve nothing more in this run.
 	Down func(err error)
+	// Jobs, when set, keeps a record of each replica that may outlive the
+	// run (a job, a kept server), so the next run adopts or cancels it.
+	Jobs stages.Checkpoints
 
 	opts *Options
 	cfg  serve.Config
@@ -126,7 +130,12 @@ func (g *Group) launch(life context.Context, st *start) {
 	began := time.Now()
 	o := g.opts
 	g.logf("launching %s: %s of %s, logs in %s", g.cfg.Name, plural(o.Replicas, "replica"), filepath.Base(o.Argv[0]), g.dir)
-	sg, err := serve.Start(life, g.cfg)
+	cfg := g.cfg
+	if g.Jobs != nil {
+		cfg.Adopt = g.leftovers(life)
+		cfg.Recorded, cfg.Forget = g.record, g.forget
+	}
+	sg, err := serve.Start(life, cfg)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer close(st.done)
