@@ -316,3 +316,26 @@ func TestRun_LaunchedReplicaHung(t *testing.T) {
 	}
 	noServerLeft(t, out)
 }
+
+// TestRun_LaunchedAutoReadsMetrics has concurrency: auto read the load
+// metrics of the sim-servers eaglet launches, with no metrics URL in the
+// spec: they are where the replicas came up.
+func TestRun_LaunchedAutoReadsMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds eaglet and launches its sim-server")
+	}
+	bin := buildEaglet(t)
+	dir, spec := launchedSpec(t, bin, 200)
+	os.WriteFile(spec, []byte(strings.Replace(readFile(spec), "concurrency: 4", "concurrency: auto", 1)), 0o644)
+	code, out := runBin(bin, "run", "--progress", "lines", spec)
+	if code != 0 {
+		t.Fatalf("run exited %d:\n%s", code, out)
+	}
+	if !regexp.MustCompile(`endpoint target: reading server load from http://127\.0\.0\.1:\d+/metrics, http://127\.0\.0\.1:\d+/metrics`).MatchString(out) {
+		t.Errorf("auto read no launched replica's metrics:\n%s", out)
+	}
+	if n := strings.Count(readFile(filepath.Join(dir, "train.jsonl")), "\n"); n != launchedRecords {
+		t.Errorf("train.jsonl has %d records, want %d", n, launchedRecords)
+	}
+	noServerLeft(t, out)
+}
