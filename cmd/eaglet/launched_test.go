@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -338,4 +339,54 @@ func TestRun_LaunchedAutoReadsMetrics(t *testing.T) {
 		t.Errorf("train.jsonl has %d records, want %d", n, launchedRecords)
 	}
 	noServerLeft(t, out)
+}
+
+// launchedLine is the line status and the summary give a launched
+// endpoint whose two replicas stopped with the run.
+var launchedLine = regexp.MustCompile(`(?m)^ *launched target: replica 0 stopped, up \d+s; replica 1 stopped, up \d+s; \d+\.\d\d GPU-hours \(\$\d+\.\d\d\)$`)
+
+// TestStatus_LaunchedReplicas: the summary and `eaglet status` show each
+// launched replica's state, uptime and the GPU-hours at gpu_hour_price,
+// status --json the same as data; a rerun that launches nothing leaves
+// its summary without the line and status with the last launch's.
+func TestStatus_LaunchedReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds eaglet and launches its sim-server")
+	}
+	bin := buildEaglet(t)
+	_, spec := launchedSpec(t, bin, 0)
+	os.WriteFile(spec, []byte(strings.Replace(readFile(spec), "grace: 2s", "grace: 2s\n      gpu_hour_price: 2.5", 1)), 0o644)
+	code, out := runBin(bin, "run", spec)
+	if code != 0 {
+		t.Fatalf("run exited %d:\n%s", code, out)
+	}
+	if !launchedLine.MatchString(out) {
+		t.Errorf("the summary has no line of the launched replicas:\n%s", out)
+	}
+	if code, out = runBin(bin, "run", spec); code != 0 || launchedLine.MatchString(out) {
+		t.Errorf("rerun launching nothing exited %d, its summary with the last launch's line:\n%s", code, out)
+	}
+	if _, out = runBin(bin, "status", spec); !launchedLine.MatchString(out) {
+		t.Errorf("status has no line of the launched replicas:\n%s", out)
+	}
+	_, out = runBin(bin, "status", "--json", spec)
+	var st struct {
+		Launched []struct {
+			Endpoint string
+			Replicas []struct {
+				State         string
+				UptimeSeconds float64 `json:"uptime_seconds"`
+			}
+			GPUHours float64 `json:"gpu_hours"`
+			Dollars  float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(st.Launched) != 1 || st.Launched[0].Endpoint != "target" || len(st.Launched[0].Replicas) != 2 ||
+		st.Launched[0].Replicas[0].State != "stopped" || st.Launched[0].Replicas[0].UptimeSeconds <= 0 ||
+		st.Launched[0].Dollars != st.Launched[0].GPUHours*2.5 {
+		t.Errorf("status --json launched: %+v", st.Launched)
+	}
 }

@@ -3,8 +3,12 @@ package generate
 import "github.com/eaglet-dev/eaglet/specs"
 
 // Release tells the endpoint this instance is done with it in the run,
-// so the last instance using servers eaglet launched stops them.
-func (g *Generate) Release() { g.ep.Release() }
+// so the last instance using servers eaglet launched stops them, and
+// keeps what the servers did for status.
+func (g *Generate) Release() {
+	g.ep.Release()
+	g.keepReplicas()
+}
 
 // endpointUsers counts the instances of the spec's generate stages that
 // send to endpoint name.
