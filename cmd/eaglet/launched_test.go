@@ -347,14 +347,14 @@ var launchedLine = regexp.MustCompile(`(?m)^ *launched target: replica 0 stopped
 
 // TestStatus_LaunchedReplicas: the summary and `eaglet status` show each
 // launched replica's state, uptime and the GPU-hours at gpu_hour_price,
-// status --json the same as data; a rerun that launches nothing leaves
+// status --json the same as data, the report a table; a rerun that launches nothing leaves
 // its summary without the line and status with the last launch's.
 func TestStatus_LaunchedReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds eaglet and launches its sim-server")
 	}
 	bin := buildEaglet(t)
-	_, spec := launchedSpec(t, bin, 0)
+	dir, spec := launchedSpec(t, bin, 0)
 	os.WriteFile(spec, []byte(strings.Replace(readFile(spec), "grace: 2s", "grace: 2s\n      gpu_hour_price: 2.5", 1)), 0o644)
 	code, out := runBin(bin, "run", spec)
 	if code != 0 {
@@ -365,6 +365,9 @@ func TestStatus_LaunchedReplicas(t *testing.T) {
 	}
 	if code, out = runBin(bin, "run", spec); code != 0 || launchedLine.MatchString(out) {
 		t.Errorf("rerun launching nothing exited %d, its summary with the last launch's line:\n%s", code, out)
+	}
+	if html := readFile(filepath.Join(dir, "report.html")); !strings.Contains(html, `<tr data-endpoint="target"><th>target</th><td>1</td><td>stopped</td>`) {
+		t.Error("the report has no row of replica 1")
 	}
 	if _, out = runBin(bin, "status", spec); !launchedLine.MatchString(out) {
 		t.Errorf("status has no line of the launched replicas:\n%s", out)

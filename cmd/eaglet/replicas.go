@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate"
 	"github.com/eaglet-dev/eaglet/stages/generate/managed"
@@ -14,19 +15,33 @@ import (
 )
 
 // launchedFigures reads what the servers eaglet launched did, as the
-// generate instances of rows kept it at or after since (zero: the last
-// run that launched them); nil without a store.
-func launchedFigures(store *state.Store, rows []instanceStatus, since time.Time) ([]managed.Figures, error) {
+// generate instances of p kept it at or after since (zero: the last run
+// that launched them); nil without a store.
+func launchedFigures(p *engine.Pipeline, store *state.Store, since time.Time) ([]managed.Figures, error) {
 	if store == nil {
 		return nil, nil
 	}
 	var cps []stages.Checkpoints
-	for _, r := range rows {
-		if _, ok := r.Node.Stage.Options.(stages.EndpointUser); ok {
-			cps = append(cps, store.Checkpoints(r.Instance))
+	for _, n := range p.Nodes {
+		if _, ok := n.Stage.Options.(stages.EndpointUser); ok {
+			cps = append(cps, store.Checkpoints(n.ID))
 		}
 	}
 	return generate.Replicas(cps, since)
+}
+
+// reportLaunched is figs as the report shows them.
+func reportLaunched(figs []managed.Figures) []report.Launched {
+	var out []report.Launched
+	for _, f := range figs {
+		l := report.Launched{Endpoint: f.Endpoint, GPUHours: f.GPUHours, Dollars: f.Dollars}
+		for _, r := range f.Replicas {
+			l.Replicas = append(l.Replicas, report.Replica{Index: r.Replica, State: r.State, Restarts: r.Restarts,
+				Uptime: time.Duration(r.UptimeSeconds * float64(time.Second)).Round(time.Second)})
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // printReplicas writes one line per launched endpoint: each replica's

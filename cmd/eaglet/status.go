@@ -65,7 +65,7 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	launched, err := launchedFigures(store, rows, time.Time{})
+	launched, err := launchedFigures(p, store, time.Time{})
 	if err != nil {
 		return err
 	}
