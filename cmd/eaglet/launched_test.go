@@ -318,6 +318,20 @@ func TestRun_LaunchedReplicaHung(t *testing.T) {
 	noServerLeft(t, out)
 }
 
+// runLaunchedWith runs launchedSpec's pipeline with old in its spec
+// replaced by new, failing the test unless the run succeeds.
+func runLaunchedWith(t *testing.T, speed int, old, new string) (dir, bin, spec, out string) {
+	t.Helper()
+	bin = buildEaglet(t)
+	dir, spec = launchedSpec(t, bin, speed)
+	os.WriteFile(spec, []byte(strings.Replace(readFile(spec), old, new, 1)), 0o644)
+	code, out := runBin(bin, "run", "--progress", "lines", spec)
+	if code != 0 {
+		t.Fatalf("run exited %d:\n%s", code, out)
+	}
+	return dir, bin, spec, out
+}
+
 // TestRun_LaunchedAutoReadsMetrics has concurrency: auto read the load
 // metrics of the sim-servers eaglet launches, with no metrics URL in the
 // spec: they are where the replicas came up.
@@ -325,13 +339,7 @@ func TestRun_LaunchedAutoReadsMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds eaglet and launches its sim-server")
 	}
-	bin := buildEaglet(t)
-	dir, spec := launchedSpec(t, bin, 200)
-	os.WriteFile(spec, []byte(strings.Replace(readFile(spec), "concurrency: 4", "concurrency: auto", 1)), 0o644)
-	code, out := runBin(bin, "run", "--progress", "lines", spec)
-	if code != 0 {
-		t.Fatalf("run exited %d:\n%s", code, out)
-	}
+	dir, _, _, out := runLaunchedWith(t, 200, "concurrency: 4", "concurrency: auto")
 	if !regexp.MustCompile(`endpoint target: reading server load from http://127\.0\.0\.1:\d+/metrics, http://127\.0\.0\.1:\d+/metrics`).MatchString(out) {
 		t.Errorf("auto read no launched replica's metrics:\n%s", out)
 	}
@@ -347,23 +355,18 @@ var launchedLine = regexp.MustCompile(`(?m)^ *launched target: replica 0 stopped
 
 // TestStatus_LaunchedReplicas: the summary and `eaglet status` show each
 // launched replica's state, uptime and the GPU-hours at gpu_hour_price,
-// status --json the same as data, the report a table; a rerun that launches nothing leaves
-// its summary without the line and status with the last launch's.
+// status --json the same as data, the report a table; a rerun that
+// launches nothing leaves its summary without the line and status with
+// the last launch's.
 func TestStatus_LaunchedReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds eaglet and launches its sim-server")
 	}
-	bin := buildEaglet(t)
-	dir, spec := launchedSpec(t, bin, 0)
-	os.WriteFile(spec, []byte(strings.Replace(readFile(spec), "grace: 2s", "grace: 2s\n      gpu_hour_price: 2.5", 1)), 0o644)
-	code, out := runBin(bin, "run", spec)
-	if code != 0 {
-		t.Fatalf("run exited %d:\n%s", code, out)
-	}
+	dir, bin, spec, out := runLaunchedWith(t, 0, "grace: 2s", "grace: 2s\n      gpu_hour_price: 2.5")
 	if !launchedLine.MatchString(out) {
 		t.Errorf("the summary has no line of the launched replicas:\n%s", out)
 	}
-	if code, out = runBin(bin, "run", spec); code != 0 || launchedLine.MatchString(out) {
+	if code, out := runBin(bin, "run", spec); code != 0 || launchedLine.MatchString(out) {
 		t.Errorf("rerun launching nothing exited %d, its summary with the last launch's line:\n%s", code, out)
 	}
 	if html := readFile(filepath.Join(dir, "report.html")); !strings.Contains(html, `<tr data-endpoint="target"><th>target</th><td>1</td><td>stopped</td>`) {
