@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -315,4 +316,83 @@ func TestRun_LaunchedReplicaHung(t *testing.T) {
 		t.Errorf("train.jsonl differs from the undisturbed run's (%d and %d lines)", strings.Count(got, "\n"), strings.Count(want, "\n"))
 	}
 	noServerLeft(t, out)
+}
+
+// runLaunchedWith runs launchedSpec's pipeline with old in its spec
+// replaced by new, failing the test unless the run succeeds.
+func runLaunchedWith(t *testing.T, speed int, old, new string) (dir, bin, spec, out string) {
+	t.Helper()
+	bin = buildEaglet(t)
+	dir, spec = launchedSpec(t, bin, speed)
+	os.WriteFile(spec, []byte(strings.Replace(readFile(spec), old, new, 1)), 0o644)
+	code, out := runBin(bin, "run", "--progress", "lines", spec)
+	if code != 0 {
+		t.Fatalf("run exited %d:\n%s", code, out)
+	}
+	return dir, bin, spec, out
+}
+
+// TestRun_LaunchedAutoReadsMetrics has concurrency: auto read the load
+// metrics of the sim-servers eaglet launches, with no metrics URL in the
+// spec: they are where the replicas came up.
+func TestRun_LaunchedAutoReadsMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds eaglet and launches its sim-server")
+	}
+	dir, _, _, out := runLaunchedWith(t, 200, "concurrency: 4", "concurrency: auto")
+	if !regexp.MustCompile(`endpoint target: reading server load from http://127\.0\.0\.1:\d+/metrics, http://127\.0\.0\.1:\d+/metrics`).MatchString(out) {
+		t.Errorf("auto read no launched replica's metrics:\n%s", out)
+	}
+	if n := strings.Count(readFile(filepath.Join(dir, "train.jsonl")), "\n"); n != launchedRecords {
+		t.Errorf("train.jsonl has %d records, want %d", n, launchedRecords)
+	}
+	noServerLeft(t, out)
+}
+
+// launchedLine is the line status and the summary give a launched
+// endpoint whose two replicas stopped with the run.
+var launchedLine = regexp.MustCompile(`(?m)^ *launched target: replica 0 stopped, up \d+s; replica 1 stopped, up \d+s; \d+\.\d\d GPU-hours \(\$\d+\.\d\d\)$`)
+
+// TestStatus_LaunchedReplicas: the summary and `eaglet status` show each
+// launched replica's state, uptime and the GPU-hours at gpu_hour_price,
+// status --json the same as data, the report a table; a rerun that
+// launches nothing leaves its summary without the line and status with
+// the last launch's.
+func TestStatus_LaunchedReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds eaglet and launches its sim-server")
+	}
+	dir, bin, spec, out := runLaunchedWith(t, 0, "grace: 2s", "grace: 2s\n      gpu_hour_price: 2.5")
+	if !launchedLine.MatchString(out) {
+		t.Errorf("the summary has no line of the launched replicas:\n%s", out)
+	}
+	if code, out := runBin(bin, "run", spec); code != 0 || launchedLine.MatchString(out) {
+		t.Errorf("rerun launching nothing exited %d, its summary with the last launch's line:\n%s", code, out)
+	}
+	if html := readFile(filepath.Join(dir, "report.html")); !strings.Contains(html, `<tr data-endpoint="target"><th>target</th><td>1</td><td>stopped</td>`) {
+		t.Error("the report has no row of replica 1")
+	}
+	if _, out = runBin(bin, "status", spec); !launchedLine.MatchString(out) {
+		t.Errorf("status has no line of the launched replicas:\n%s", out)
+	}
+	_, out = runBin(bin, "status", "--json", spec)
+	var st struct {
+		Launched []struct {
+			Endpoint string
+			Replicas []struct {
+				State         string
+				UptimeSeconds float64 `json:"uptime_seconds"`
+			}
+			GPUHours float64 `json:"gpu_hours"`
+			Dollars  float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(st.Launched) != 1 || st.Launched[0].Endpoint != "target" || len(st.Launched[0].Replicas) != 2 ||
+		st.Launched[0].Replicas[0].State != "stopped" || st.Launched[0].Replicas[0].UptimeSeconds <= 0 ||
+		st.Launched[0].Dollars != st.Launched[0].GPUHours*2.5 {
+		t.Errorf("status --json launched: %+v", st.Launched)
+	}
 }

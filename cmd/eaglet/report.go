@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/internal/report"
@@ -60,8 +61,9 @@ func reportPath(p *engine.Pipeline) string {
 	return filepath.Join(filepath.Dir(p.Spec.State), "report.html")
 }
 
-// reportInput tells the report what the pipeline's instances are.
-func reportInput(p *engine.Pipeline, live bool) report.Input {
+// reportInput tells the report what the pipeline's instances are, and
+// what the servers eaglet launched did as store keeps it.
+func reportInput(p *engine.Pipeline, store *state.Store, live bool) (report.Input, error) {
 	in := report.Input{Spec: p.Spec.Name, SpecPath: p.Spec.Path, StatePath: p.Spec.State, Live: live, SpecFP: specFingerprint(p)}
 	for _, n := range p.Nodes {
 		i := report.Instance{ID: n.ID, Stage: n.Stage.Spec.Name}
@@ -82,7 +84,9 @@ func reportInput(p *engine.Pipeline, live bool) report.Input {
 		}
 		in.Instances = append(in.Instances, i)
 	}
-	return in
+	figs, err := launchedFigures(p, store, time.Time{})
+	in.Launched = reportLaunched(figs)
+	return in, err
 }
 
 // budgetOf gives the report an instance's budget, its limits evaluated
@@ -144,7 +148,11 @@ func ownReport(path string) error {
 // writeReport builds the report and writes it to path through a temporary
 // file, so a browser reloading it never reads half a page.
 func writeReport(ctx context.Context, p *engine.Pipeline, store *state.Store, path string) error {
-	page, err := report.Build(ctx, store, reportInput(p, false))
+	in, err := reportInput(p, store, false)
+	if err != nil {
+		return err
+	}
+	page, err := report.Build(ctx, store, in)
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,9 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 			printStatus(env.stdout, p, rows)
 		}
 		printSummary(env.stderr, time.Since(started), results, rows, p.Spec.Path)
+		if launched, err := launchedFigures(p, store, started); err == nil {
+			printReplicas(env.stderr, "  ", launched)
+		}
 		// The report is a view of the store: a run that cannot write it
 		// has still done its work, so it only says so. It is written even
 		// when interrupted, hence not under ctx.

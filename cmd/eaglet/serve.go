@@ -187,7 +187,11 @@ func (l *liveReport) current(ctx context.Context) (*report.Page, error) {
 		l.store = s
 	}
 	start := time.Now()
-	page, err := report.Build(ctx, l.store, reportInput(l.p, true))
+	in, err := reportInput(l.p, l.store, true)
+	if err != nil {
+		return nil, fmt.Errorf("build the report: %w", err)
+	}
+	page, err := report.Build(ctx, l.store, in)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, err

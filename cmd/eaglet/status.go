@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/internal/report"
@@ -64,10 +65,18 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	launched, err := launchedFigures(p, store, time.Time{})
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "running_pid": state.Holder(p.Spec.State), "instances": rows})
+		out := map[string]any{"spec": p.Spec.Name, "state": p.Spec.State, "running_pid": state.Holder(p.Spec.State), "instances": rows}
+		if len(launched) > 0 {
+			out["launched"] = launched
+		}
+		return enc.Encode(out)
 	}
 	switch {
 	case store == nil:
@@ -79,6 +88,7 @@ func runStatus(_ context.Context, env *cmdEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "a run is in progress (pid %d); figures are what it has committed so far\n", pid)
 	}
 	printStatus(env.stdout, p, rows)
+	printReplicas(env.stdout, "", launched)
 	return nil
 }
 

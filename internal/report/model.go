@@ -30,6 +30,26 @@ type Input struct {
 	// SpecFP identifies the spec as it is now, to tell whether the
 	// recorded plan was made for it.
 	SpecFP string
+	// Launched are the endpoints whose servers eaglet launched, as the
+	// last run that launched them left them.
+	Launched []Launched
+}
+
+// Launched is what the servers eaglet launched for one endpoint did.
+type Launched struct {
+	Endpoint string
+	Replicas []Replica
+	// GPUHours are the replicas' uptime times their GPUs; Dollars prices
+	// them at the launch's gpu_hour_price (0: none set).
+	GPUHours, Dollars float64
+}
+
+// Replica is one launched server's state, restarts and uptime.
+type Replica struct {
+	Index    int
+	State    string
+	Restarts int
+	Uptime   time.Duration
 }
 
 // Instance is one stage instance of the spec.
@@ -76,6 +96,8 @@ type Page struct {
 	Plan *PlanTable
 	// PlanHead names the figures of the plan's rows.
 	PlanHead []string
+	// Launched is the table of the launched endpoints' replicas.
+	Launched []Launched
 }
 
 // Fact is one figure of the summary.
@@ -90,7 +112,7 @@ type Section struct {
 
 // Build reads the store and makes the page.
 func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
-	p := &Page{Title: in.Spec, SpecPath: in.SpecPath, StatePath: in.StatePath, Generated: time.Now(), Live: in.Live}
+	p := &Page{Title: in.Spec, SpecPath: in.SpecPath, StatePath: in.StatePath, Generated: time.Now(), Live: in.Live, Launched: in.Launched}
 	var gens []Instance
 	for _, i := range in.Instances {
 		if i.Endpoint != "" {

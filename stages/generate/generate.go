@@ -235,8 +235,12 @@ func (g *Generate) DefaultConcurrency() int { return g.ep.Concurrency }
 func (g *Generate) Fingerprint() (string, error) { return g.ep.Identity, nil }
 
 // Release tells the endpoint this instance is done with it in the run,
-// so the last instance using servers eaglet launched stops them.
-func (g *Generate) Release() { g.ep.Release() }
+// so the last instance using servers eaglet launched stops them, and
+// keeps what the servers did for status.
+func (g *Generate) Release() {
+	g.ep.Release()
+	keepReplicas(g.ep, g.kept.inst.Checkpoints)
+}
 
 // Process asks for the answer once the budget lets the request go.
 func (g *Generate) Process(ctx context.Context, rec *conv.Record) (stages.Outcome, error) {

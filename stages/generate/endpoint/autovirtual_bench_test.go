@@ -144,7 +144,7 @@ func autoVirtualRun(sh vShape, seed uint64, c vCase) vResult {
 	l.now, l.start, l.streams = clock, clock(), c.streamed
 	var reads []func()
 	if c.fixed == 0 && c.metrics {
-		w := newLoadWatch(nil, false, loadEvery, nil)
+		w := newLoadWatch(func() []string { return nil }, false, loadEvery, nil)
 		w.now = clock
 		w.spawn = func(f func()) { reads = append(reads, f) }
 		w.read = func() (serverLoad, error) {

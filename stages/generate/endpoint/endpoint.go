@@ -131,14 +131,21 @@ const loadEvery = 50 * time.Millisecond
 
 // watchLoad makes concurrency: auto follow the server's load metrics: at
 // metrics (a URL), or at the servers' /metrics if they export SGLang's or
-// vLLM's; "off" leaves it to latency.
+// vLLM's; "off" leaves it to latency. A launched endpoint's servers are
+// read where its replicas serve at the time, since their ports are known
+// only once they are up and change with each restart.
 func (e *Endpoint) watchLoad(metrics string, logf func(string, ...any)) {
-	if e.lim.auto == nil || metrics == "off" || len(e.Spec.URLs) == 0 {
+	if e.lim.auto == nil || metrics == "off" || (len(e.Spec.URLs) == 0 && e.launched == nil) {
 		return
 	}
-	urls, named := metricsURLs(e.Spec.URLs), metrics != ""
+	fixed := metricsURLs(e.Spec.URLs)
+	urls := func() []string { return fixed }
+	if e.launched != nil {
+		urls = func() []string { return metricsURLs(e.launched.group.URLs()) }
+	}
+	named := metrics != ""
 	if named {
-		urls = []string{metrics}
+		urls = func() []string { return []string{metrics} }
 	}
 	log := func(format string, args ...any) {
 		if logf != nil {

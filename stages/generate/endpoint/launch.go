@@ -144,3 +144,12 @@ func (e *Endpoint) Close() error {
 	}
 	return e.launched.group.Close()
 }
+
+// Replicas reports what the servers eaglet launched for the endpoint did
+// in this run; ok is false for an endpoint given by URL.
+func (e *Endpoint) Replicas() (f managed.Figures, ok bool) {
+	if e.launched == nil {
+		return managed.Figures{}, false
+	}
+	return e.launched.group.Figures(), true
+}

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-multierror"
 )
 
 // serverLoad is what an inference server says about its load.
@@ -88,7 +91,9 @@ func parseLoad(r io.Reader) (l serverLoad, ok bool, err error) {
 // per interval, so an idle run makes no requests and needs no goroutine to
 // stop.
 type loadWatch struct {
-	urls   []string
+	// urls are the metrics URLs to read now: a launched endpoint's change
+	// as its replicas start and restart.
+	urls   func() []string
 	client *http.Client
 	every  time.Duration
 	// named is set when the spec gave the URL: its failure is worth a
@@ -125,7 +130,7 @@ func metricsURLs(bases []string) []string {
 	return out
 }
 
-func newLoadWatch(urls []string, named bool, every time.Duration, logf func(string, ...any)) *loadWatch {
+func newLoadWatch(urls func() []string, named bool, every time.Duration, logf func(string, ...any)) *loadWatch {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -156,7 +161,7 @@ func (w *loadWatch) poll(use func(serverLoad)) bool {
 		case err == nil:
 			if !w.found {
 				w.found = true
-				w.logf("reading server load from %s", strings.Join(w.urls, ", "))
+				w.logf("reading server load from %s", strings.Join(w.urls(), ", "))
 			}
 		case w.found:
 			w.logf("server metrics: %v", err)
@@ -182,18 +187,35 @@ func (w *loadWatch) isOff() bool {
 	return w.off
 }
 
+// fetch sums the load of the servers that answer. A replica being
+// restarted is out of rotation and takes no requests, so leaving it out
+// is the load the others carry; only when none answers is it an error.
 func (w *loadWatch) fetch() (serverLoad, error) {
-	var total serverLoad
-	for _, u := range w.urls {
+	var (
+		loads []serverLoad
+		errs  error
+	)
+	for _, u := range w.urls() {
 		l, err := w.fetchOne(u)
 		if err != nil {
-			return total, err
+			errs = multierror.Append(errs, err)
+			continue
 		}
+		loads = append(loads, l)
+	}
+	if len(loads) == 0 {
+		if errs == nil {
+			errs = errors.New("no server to read metrics from")
+		}
+		return serverLoad{}, errs
+	}
+	var total serverLoad
+	for _, l := range loads {
 		total.running += l.running
 		total.queued += l.queued
 		total.preempted += l.preempted
 		total.capacity += l.capacity
-		total.usage += l.usage / float64(len(w.urls))
+		total.usage += l.usage / float64(len(loads))
 	}
 	return total, nil
 }

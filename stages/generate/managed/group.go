@@ -67,6 +67,14 @@ type replica struct {
 	lost  bool
 }
 
+// uptime is how long the replica's servers have answered over the run.
+func (r *replica) uptime() time.Duration {
+	if r.since.IsZero() {
+		return r.up
+	}
+	return r.up + time.Since(r.since)
+}
+
 // start is one launch of the servers: done is closed once it has ended,
 // err then saying how.
 type start struct {
@@ -276,6 +284,10 @@ func (g *Group) Close() error {
 	g.mu.Lock()
 	sg, summary := g.sg, g.summary()
 	g.sg = nil
+	// The run's use of the servers ends here, kept or not.
+	for _, r := range g.replicas {
+		r.up, r.since = r.uptime(), time.Time{}
+	}
 	g.mu.Unlock()
 	if sg == nil {
 		return nil
@@ -295,10 +307,7 @@ func (g *Group) summary() string {
 	var up time.Duration
 	restarts := 0
 	for _, r := range g.replicas {
-		up += r.up
-		if !r.since.IsZero() {
-			up += time.Since(r.since)
-		}
+		up += r.uptime()
 		restarts += r.restarts
 	}
 	s := fmt.Sprintf("%s up %s in all", plural(len(g.replicas), "replica"), up.Round(time.Second))

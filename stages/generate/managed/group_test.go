@@ -167,6 +167,17 @@ func TestGroup_RestartsAnExitedReplica(t *testing.T) {
 	if !strings.Contains(log.String(), "target: stopped; 2 replicas up") || !strings.Contains(log.String(), ", 1 restart") {
 		t.Errorf("no summary of the replicas' uptime and restarts in:\n%s", log)
 	}
+	f := g.Figures()
+	if len(f.Replicas) != 2 || f.Replicas[0].State != ReplicaStopped || f.Replicas[1].State != ReplicaLost ||
+		f.Replicas[0].Restarts != 0 || f.Replicas[1].Restarts != 1 {
+		t.Errorf("figures %+v, want replica 0 stopped, replica 1 lost after 1 restart", f)
+	}
+	if up := f.Replicas[0].UptimeSeconds; up <= 0 || f.GPUHours <= 0 {
+		t.Errorf("figures %+v: no uptime or GPU-hours", f)
+	}
+	if again := g.Figures(); again.Replicas[0].UptimeSeconds != f.Replicas[0].UptimeSeconds {
+		t.Errorf("uptime grows after Close: %v, then %v", f.Replicas[0].UptimeSeconds, again.Replicas[0].UptimeSeconds)
+	}
 }
 
 // TestGroup_Down: once every replica exited with its restarts spent, the
