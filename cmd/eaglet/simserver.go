@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/sim"
@@ -108,6 +109,14 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 			srv.ServeHTTP(w, r)
 		})
 	}
+	// inflight counts requests being answered, for the shutdown below.
+	var inflight atomic.Int64
+	counted := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Add(-1)
+		counted.ServeHTTP(w, r)
+	})
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.stderr, "eaglet sim-server: serving %q on http://%s (/generate, /v1/chat/completions, /v1/completions)\n",
 		cfg.Name, ln.Addr())
@@ -117,9 +126,17 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(shutdown)
+		// Answers in flight get up to 5 s to finish, as http.Server's
+		// Shutdown would give them; but Shutdown also takes a connection
+		// a client opened and never used as busy for 5 s, and a client
+		// with many requests queued opens such connections, so every
+		// stop of a launched sim-server would take 5 s. Close once no
+		// request is being answered.
+		hs.SetKeepAlivesEnabled(false)
+		for deadline := time.Now().Add(5 * time.Second); inflight.Load() > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		hs.Close()
 		return nil
 	}
 }
