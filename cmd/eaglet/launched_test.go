@@ -26,9 +26,21 @@ func launchedSpec(t *testing.T, bin string, speed int) (dir, spec string) {
 	t.Helper()
 	dir = t.TempDir()
 	chatPrompts(t, dir, launchedRecords, "chat.jsonl")
-	spec = filepath.Join(dir, "spec.yaml")
-	os.WriteFile(spec, []byte(fmt.Sprintf(`version: 1
-name: launched
+	spec = writeLaunchedSpec(t, dir, "launched", fmt.Sprintf(`
+      argv: [%q, sim-server, -addr, "127.0.0.1:{port}", -log-requests, -speed, "%d"]
+      replicas: 2
+      grace: 2s`, bin, speed))
+	return dir, spec
+}
+
+// writeLaunchedSpec writes dir/spec.yaml: load, generate and merge of
+// dir/data/chat.jsonl, over an endpoint whose launch: mapping holds launch
+// (its lines, each indented six spaces).
+func writeLaunchedSpec(t *testing.T, dir, name, launch string) string {
+	t.Helper()
+	spec := filepath.Join(dir, "spec.yaml")
+	src := `version: 1
+name: ` + name + `
 state: state.db
 datasets:
   chat: {source: data/chat.jsonl, format: messages}
@@ -37,16 +49,16 @@ endpoints:
     api: openai
     model: sim
     concurrency: 4
-    launch:
-      argv: [%q, sim-server, -addr, "127.0.0.1:{port}", -log-requests, -speed, "%d"]
-      replicas: 2
-      grace: 2s
+    launch:` + launch + `
 stages:
   - {name: load, uses: load, foreach: datasets}
   - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {endpoint: target, max_tokens: 48}}
   - {name: merge, uses: merge, needs: [generate], with: {out: train.jsonl}}
-`, bin, speed)), 0o644)
-	return dir, spec
+`
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }
 
 // requestsTo counts the generation requests each replica's server logged

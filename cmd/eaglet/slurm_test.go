@@ -23,29 +23,13 @@ func slurmSpec(t *testing.T, bin string, speed int) (dir, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec = filepath.Join(dir, "spec.yaml")
-	os.WriteFile(spec, []byte(fmt.Sprintf(`version: 1
-name: slurm
-state: state.db
-datasets:
-  chat: {source: data/chat.jsonl, format: messages}
-endpoints:
-  target:
-    api: openai
-    model: sim
-    concurrency: 4
-    launch:
+	spec = writeLaunchedSpec(t, dir, "slurm", fmt.Sprintf(`
       scheduler: slurm
       argv: [%[1]q, --time=1:00:00, %[2]q, "{address_file}", %[3]q, -speed, "%[4]d"]
       stop: [%[5]q, "{job_id}"]
       log: slurm/slurm-{job_id}.out
       replicas: 2
-      ready_timeout: 20s
-stages:
-  - {name: load, uses: load, foreach: datasets}
-  - {name: generate, uses: generate, needs: [load], foreach: datasets, with: {endpoint: target, max_tokens: 48}}
-  - {name: merge, uses: merge, needs: [generate], with: {out: train.jsonl}}
-`, filepath.Join(fake, "sbatch"), filepath.Join(fake, "sim-job.sh"), bin, speed, filepath.Join(fake, "scancel"))), 0o644)
+      ready_timeout: 20s`, filepath.Join(fake, "sbatch"), filepath.Join(fake, "sim-job.sh"), bin, speed, filepath.Join(fake, "scancel")))
 	t.Setenv("FAKE_SLURM_DIR", filepath.Join(dir, "slurm"))
 	return dir, spec
 }
