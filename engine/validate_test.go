@@ -271,6 +271,12 @@ func TestLoad_ValidationErrors(t *testing.T) {
 			},
 		},
 		{
+			name:     "max_tokens past the endpoint's context",
+			spec:     strings.Replace(pairBase, "sim: {api: sim}", "sim: {api: sim, context: 2048}", 1) + "      max_tokens: \"dataset.est_completion_tokens * 3\"\n",
+			want:     []string{`spec.yaml:15:19: g[b]: max_tokens evaluates to 2700, but endpoint sim's context is 2048 tokens, prompt and answer together: no prompt would fit`},
+			unwanted: []string{"g[a]"},
+		},
+		{
 			name:     "a problem alike in every instance is reported once",
 			spec:     pairBase + "      max_tokens: -5\n",
 			want:     []string{`spec.yaml:15:19: g[a], g[b]: max_tokens evaluates to -5; want at least 1`},

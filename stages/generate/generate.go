@@ -78,6 +78,11 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	if g.maxTokens < 1 {
 		return nil, o.MaxTokens.Errorf("max_tokens evaluates to %d; want at least 1", g.maxTokens)
 	}
+	// A server refuses prompt plus max_tokens beyond its context: with
+	// max_tokens alone past it, every request of the run would be refused.
+	if c := inst.Spec.Endpoint(o.Endpoint).Context; c > 0 && g.maxTokens >= c {
+		return nil, o.MaxTokens.Errorf("max_tokens evaluates to %d, but endpoint %s's context is %d tokens, prompt and answer together: no prompt would fit; lower max_tokens or raise the endpoint's context", g.maxTokens, o.Endpoint, c)
+	}
 	timeout, _ := time.ParseDuration(o.Timeout) // checked
 	g.client = &endpoint.Client{Endpoint: ep, Instance: inst.ID, Share: share, Timeout: timeout, Retries: *o.Retries}
 	if inst.Usage != nil {
