@@ -1,18 +1,17 @@
 package endpoint
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/promtext"
 	"github.com/hashicorp/go-multierror"
 )
 
@@ -46,44 +45,23 @@ var loadMetrics = map[string]func(l *serverLoad, v float64){
 	"vllm:num_preemptions_total":          func(l *serverLoad, v float64) { l.preempted += v },
 }
 
-// parseLoad reads Prometheus' text format, keeping the load metrics. A
-// server with several engines (data-parallel ranks, labels) has a series
-// each: counts add up, and the fullest cache speaks for the server. ok is
-// false when the text has none of the metrics (not an inference server's).
+// parseLoad reads Prometheus' text format (promtext), keeping the load
+// metrics. A server with several engines (data-parallel ranks, labels)
+// has a series each: counts add up, and the fullest cache speaks for the
+// server. ok is false when the text has none of the metrics (not an
+// inference server's).
 func parseLoad(r io.Reader) (l serverLoad, ok bool, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, rest, _ := strings.Cut(line, " ")
-		if i := strings.IndexByte(line, '{'); i >= 0 && i < len(name) {
-			name = line[:i]
-			j := strings.LastIndexByte(line, '}')
-			if j < 0 {
-				continue
-			}
-			rest = line[j+1:]
-		}
-		add := loadMetrics[name]
-		if add == nil {
-			continue
-		}
-		// The value, then an optional timestamp.
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return l, false, fmt.Errorf("metric %s: value %q: %w", name, fields[0], err)
-		}
-		add(&l, v)
-		ok = true
+	samples, err := promtext.Parse(r)
+	if err != nil {
+		return l, false, err
 	}
-	return l, ok, sc.Err()
+	for _, s := range samples {
+		if add := loadMetrics[s.Name]; add != nil {
+			add(&l, s.Value)
+			ok = true
+		}
+	}
+	return l, ok, nil
 }
 
 // loadWatch polls the endpoint's servers' /metrics for concurrency: auto.
