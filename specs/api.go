@@ -6,7 +6,7 @@ import (
 )
 
 // API is an endpoint API as a spec sees it. Each backend registers its own
-// (stages/generate/backend/registry), so specs checks every endpoint against
+// (stages/serving/backend/registry), so specs checks every endpoint against
 // the APIs the program was built with and names no API itself.
 type API struct {
 	// Name is what an endpoint's `api:` says.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/managed"
+	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 )
 
 // launchPlans plans every launched endpoint of the spec for the run the

@@ -10,7 +10,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate"
-	"github.com/eaglet-dev/eaglet/stages/generate/managed"
+	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eaglet-dev/eaglet/stages/generate/managed"
+	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 )
 
 // TestPrintReplicas renders a launched endpoint in one line: each

@@ -3,8 +3,10 @@ package all
 import (
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,10 +14,16 @@ import (
 
 const module = "github.com/eaglet-dev/eaglet/"
 
+// libraries are the folders under stages/ that are not kinds: this one,
+// and serving, the machinery that talks to inference servers (endpoints,
+// backends, launched servers), which generate and evaluate share.
+var libraries = map[string]bool{"all": true, "serving": true}
+
 // TestKindsImportNoOtherKind keeps kinds independent: a library two kinds
-// need belongs under internal/, not inside one of them; and no kind
-// reaches into the engine or the store (tests may: they run a kind through
-// the engine and read what it stored).
+// need belongs under internal/ (or stages/serving, when it speaks package
+// stages), not inside one of them; no kind reaches into the engine or the
+// store (tests may: they run a kind through the engine and read what it
+// stored); and serving imports no kind.
 func TestKindsImportNoOtherKind(t *testing.T) {
 	dirs, err := os.ReadDir("..")
 	if err != nil {
@@ -23,14 +31,17 @@ func TestKindsImportNoOtherKind(t *testing.T) {
 	}
 	kinds := map[string]bool{}
 	for _, d := range dirs {
-		if d.IsDir() && d.Name() != "all" {
+		if d.IsDir() && !libraries[d.Name()] {
 			kinds[d.Name()] = true
 		}
+	}
+	if _, err := os.Stat(filepath.Join("..", "serving")); err != nil {
+		t.Fatal(err)
 	}
 	if len(kinds) < 6 {
 		t.Fatalf("found %d kind folders under stages/, want at least 6", len(kinds))
 	}
-	for kind := range kinds {
+	for _, kind := range append(slices.Sorted(maps.Keys(kinds)), "serving") {
 		err := filepath.WalkDir(filepath.Join("..", kind), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 				return err

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend/pool"
-	"github.com/eaglet-dev/eaglet/stages/generate/internal/pipenet"
+	"github.com/eaglet-dev/eaglet/stages/serving/backend/pool"
+	"github.com/eaglet-dev/eaglet/stages/serving/pipenet"
 )
 
 // useClient makes every endpoint the test builds send through c, one made

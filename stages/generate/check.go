@@ -9,7 +9,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 )
 
 // check validates a generate stage's options, every problem at once, and

@@ -10,9 +10,9 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
 	"github.com/eaglet-dev/eaglet/stages/generate/budget"
-	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
+	"github.com/eaglet-dev/eaglet/stages/serving/backend"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 )
 
 // answerer asks an endpoint for a record's answers as the stage's options

@@ -6,7 +6,7 @@ import (
 
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 )
 
 // TestExpectedTokens_FairSampleFirst: plan prices the records left at the

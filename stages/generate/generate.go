@@ -16,7 +16,7 @@ import (
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/generate/budget"
-	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 )
 
 func init() {

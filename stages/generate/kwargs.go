@@ -6,7 +6,7 @@ import (
 	"maps"
 
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 )
 
 // inheritTemplate makes the generate stage render as the tokenize stage

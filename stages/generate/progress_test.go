@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/eaglet-dev/eaglet/specs"
-	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 )
 
 // The progress line shows what auto concurrency is at, the figure a user

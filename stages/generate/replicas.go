@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/endpoint"
-	"github.com/eaglet-dev/eaglet/stages/generate/managed"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
+	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 )
 
 // replicasKey prefixes the checkpoint in which an instance keeps its

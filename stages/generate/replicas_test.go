@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/managed"
+	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 	"github.com/eaglet-dev/eaglet/state"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
-	"github.com/eaglet-dev/eaglet/stages/generate/internal/pipenet"
+	"github.com/eaglet-dev/eaglet/stages/serving/pipenet"
 )
 
 // TestTimeout_CountsFromLastToken: answers that stream for longer than the

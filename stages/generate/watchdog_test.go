@@ -17,7 +17,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/internal/pipenet"
+	"github.com/eaglet-dev/eaglet/stages/serving/pipenet"
 )
 
 // The watchdog's acceptance: a server whose health answers but whose

@@ -4,7 +4,7 @@ package server
 // time: benchmarks drive it to study how clients admit requests in
 // simulated seconds, deterministically: BenchmarkSchedulerFrontier here
 // (fixed and oracle clients, a thousand times faster than the server
-// runs) and BenchmarkAutoVirtual in stages/generate/endpoint (eaglet's
+// runs) and BenchmarkAutoVirtual in stages/serving/endpoint (eaglet's
 // concurrency: auto deciding on a clock the benchmark steps, a run in at
 // most 3 s where BenchmarkScheduling's takes 40 s over HTTP). It is not
 // safe for concurrent use.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/answerlen"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/serving/answerlen"
+	"github.com/eaglet-dev/eaglet/stages/serving/backend"
 )
 
 // ErrExhausted is returned by Admit when no more requests fit.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate/backend"
+	"github.com/eaglet-dev/eaglet/stages/serving/backend"
 )
 
 // budgetRun is the outcome of one simulated dispatch under a budget.
