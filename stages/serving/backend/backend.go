@@ -47,6 +47,12 @@ type Request struct {
 	// server, once per attempt: how long an answer has been running says
 	// how far it is when nothing streams.
 	Sent func()
+	// MetaInfo, when set, is called with the answered request's meta_info
+	// as the server sent it (SGLang's, where speculative decoding reports
+	// its verify steps and accepted drafts), or nil when it sent none. A
+	// chat request then asks for it (return_meta_info) and does not
+	// stream: SGLang returns it only to a request without a stream.
+	MetaInfo func(raw []byte)
 }
 
 // Sampling is how a request samples; nil and empty fields are left to the

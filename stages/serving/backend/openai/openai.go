@@ -62,7 +62,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request) (*conv.Gene
 	var res *result
 	err = c.pool.Post(ctx, c.path, body, c.auth, func(r io.Reader) error {
 		var err error
-		if c.cfg.Stream {
+		if c.streams(req) {
 			res, err = readStream(r, req.Progress)
 		} else {
 			res, err = readBody(r)
@@ -98,9 +98,12 @@ func (c *Client) body(req *backend.Request) ([]byte, error) {
 	if c.cfg.ReturnTokenIDs {
 		b["return_token_ids"] = true
 	}
-	if c.cfg.Stream {
+	if c.streams(req) {
 		b["stream"] = true
 		b["stream_options"] = map[string]any{"include_usage": true}
+	}
+	if req.MetaInfo != nil && !c.cfg.Completions {
+		b["return_meta_info"] = true
 	}
 	out, err := json.Marshal(b)
 	if err != nil {
@@ -122,6 +125,12 @@ func mergeKwargs(base, over map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// streams reports whether req is sent as a stream: as the endpoint says,
+// unless it asks for SGLang's meta_info, which SGLang refuses to stream.
+func (c *Client) streams(req *backend.Request) bool {
+	return c.cfg.Stream && (req.MetaInfo == nil || c.cfg.Completions)
 }
 
 func (c *Client) generation(r *result, req *backend.Request) (*conv.Generation, error) {
@@ -154,6 +163,9 @@ func (c *Client) generation(r *result, req *backend.Request) (*conv.Generation, 
 	}
 	for _, tc := range r.tools {
 		g.ToolCalls = append(g.ToolCalls, serverCall(tc.id, tc.name, tc.args.String()))
+	}
+	if req.MetaInfo != nil {
+		req.MetaInfo(r.metaInfo)
 	}
 	return g, nil
 }

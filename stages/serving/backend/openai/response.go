@@ -25,6 +25,9 @@ type result struct {
 	cutsPrompts bool
 	errMsg      string
 	usage       usage
+	// metaInfo is SGLang's meta_info of a chat choice, asked for with
+	// return_meta_info.
+	metaInfo []byte
 }
 
 type toolCall struct {
@@ -60,6 +63,9 @@ type choice struct {
 	// answer: a token id, a stop string, or null for the model's EOS.
 	StopReason  json.RawMessage `json:"stop_reason"`
 	MatchedStop json.RawMessage `json:"matched_stop"`
+	// MetaInfo is SGLang's, with return_meta_info: its speculative
+	// decoding figures.
+	MetaInfo json.RawMessage `json:"meta_info"`
 }
 
 type body struct {
@@ -182,6 +188,9 @@ func (res *result) add(b *body) error {
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			res.finish = *ch.FinishReason
+		}
+		if len(ch.MetaInfo) > 0 && string(ch.MetaInfo) != "null" {
+			res.metaInfo = ch.MetaInfo
 		}
 		for _, raw := range []json.RawMessage{ch.StopReason, ch.MatchedStop} {
 			var id int

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/json/jsontext"
+	jsonv2 "encoding/json/v2"
 	"fmt"
 	"io"
 	"strings"
@@ -63,6 +64,24 @@ type metaInfo struct {
 	PromptTokens     int           `json:"prompt_tokens"`
 	CompletionTokens int           `json:"completion_tokens"`
 	CachedTokens     int           `json:"cached_tokens"`
+	// raw is the meta_info as sent, for a request that asks for it
+	// (backend.Request.MetaInfo): the speculative-decoding figures.
+	raw []byte
+}
+
+// UnmarshalJSONFrom decodes the fields generate reads, with the
+// decoder's options (pool's leniency), and keeps the whole value.
+func (m *metaInfo) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	type plain metaInfo
+	if err := jsonv2.Unmarshal(v, (*plain)(m), dec.Options()); err != nil {
+		return err
+	}
+	m.raw = append([]byte(nil), v...)
+	return nil
 }
 
 // finishReason is SGLang's {"type": "stop"|"length"|"abort", "matched": id
@@ -227,5 +246,8 @@ func (c *Client) generation(r *response, req *backend.Request) (*conv.Generation
 		matched = -1 // a stop string
 	}
 	g.OutputIDs = pool.TrimStop(r.OutputIDs, fr.Type, matched, c.cfg.StopTokenIDs, req.StopIDs)
+	if req.MetaInfo != nil {
+		req.MetaInfo(r.MetaInfo.raw)
+	}
 	return g, nil
 }
