@@ -46,6 +46,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	if store != nil {
 		inst.Usage = func(ids []string) (stages.Usage, error) { return usage(store, ids) }
 		inst.Checkpoints = store.Checkpoints(n.ID)
+		inst.Results = store.Evaluations()
 	}
 	inst.Downstream = func() (*stages.Downstream, error) { return p.downstream(n, shared, dry, store) }
 	st, err := n.Stage.Kind.New(inst)

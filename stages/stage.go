@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/eaglet-dev/eaglet/internal/accept"
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 	"github.com/eaglet-dev/eaglet/specs"
@@ -81,6 +82,9 @@ type Instance struct {
 	// (handoff's launches); nil when there is no store yet (a plan before
 	// any run).
 	Checkpoints Checkpoints
+	// Results is the results table (evaluate's measurements); nil when
+	// there is no store yet.
+	Results Results
 	// Downstream builds, on first call, the judge of this instance's
 	// output by the record stages that take it next (generate's quota
 	// counts what the filters after it accept). Those run after this
@@ -406,6 +410,34 @@ type EndpointUser interface {
 	EndpointName() string
 }
 
+// EndpointsUser is implemented by the options of kinds that send to
+// several of the spec's endpoints (evaluate: a server per drafter).
+type EndpointsUser interface {
+	EndpointNames() []string
+}
+
+// SendsTo reports whether a stage with options opts sends to endpoint
+// name of spec; an EndpointUser naming none sends to the spec's only
+// endpoint.
+func SendsTo(spec *specs.Spec, opts any, name string) bool {
+	var names []string
+	switch o := opts.(type) {
+	case EndpointUser:
+		names = []string{o.EndpointName()}
+	case EndpointsUser:
+		names = o.EndpointNames()
+	}
+	for _, n := range names {
+		if n == "" && len(spec.Endpoints) == 1 {
+			n = spec.Endpoints[0].Name
+		}
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Budgeted is implemented by the options of kinds that spend under a
 // budget (generate), so that the report can draw what is spent against
 // the budget itself without knowing the kind, and the engine can settle
@@ -649,6 +681,20 @@ type Checkpoints interface {
 	// at small cost. Flush writes the batch at once.
 	KeepLater(key string, value []byte)
 	Flush() error
+}
+
+// Results is the results table of what servers reported (the evaluate
+// kind's measurements of a drafter): rows under the identity of what was
+// measured (drafter, target, sampling, prompt), so nothing is measured
+// twice, and reports are functions of the table.
+type Results interface {
+	// Measured returns the rows stored under ids, by id.
+	Measured(ids []string) (map[string]accept.Row, error)
+	// Put stores a row measured by stage at a time under id.
+	Put(stage, id string, at time.Time, r accept.Row) error
+	// Touch marks the rows under ids as the stage's: found again, they
+	// are part of its evaluation.
+	Touch(stage string, ids []string) error
 }
 
 // Docs lists k's options with their types, defaults and docs.

@@ -184,6 +184,33 @@ var migrations = []string{
 	// EachOrdered sorts an instance's rows read in key order: the index by
 	// ord is no longer read, and every shuffled row put it on a random page.
 	`DROP INDEX items_ord;`,
+	// What the evaluate stage measured: one row per request (or per group
+	// of requests, from vLLM's counters) under the identity of what was
+	// measured (drafter, target, sampling, prompt), which a rerun finds
+	// instead of asking again; stage is the stage that last measured it,
+	// and measured_ms when (Unix ms), for "the latest evaluation".
+	`CREATE TABLE evaluations (
+		id                TEXT PRIMARY KEY,
+		stage             TEXT NOT NULL,
+		measured_ms       INTEGER NOT NULL,
+		drafter           TEXT NOT NULL,
+		target            TEXT NOT NULL,
+		sampling          TEXT NOT NULL,
+		prompt            TEXT NOT NULL,
+		dataset           TEXT NOT NULL,
+		turn              INTEGER NOT NULL,
+		context_tokens    INTEGER NOT NULL,
+		segment           TEXT NOT NULL,
+		requests          INTEGER NOT NULL,
+		completion_tokens INTEGER NOT NULL,
+		verify            INTEGER NOT NULL,
+		accepted          INTEGER NOT NULL,
+		drafted           INTEGER NOT NULL,
+		counted           INTEGER NOT NULL,
+		per_position      TEXT NOT NULL,
+		latency_us        INTEGER NOT NULL
+	);
+	CREATE INDEX evaluations_stage ON evaluations (stage, measured_ms);`,
 }
 
 // SchemaVersion is the schema this binary writes.

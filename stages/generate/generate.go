@@ -58,18 +58,10 @@ var (
 )
 
 func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
-	v, err := inst.Shared.Get("endpoint:"+o.Endpoint, func() (any, error) {
-		e, err := endpoint.New(inst.Spec, inst.Spec.Endpoint(o.Endpoint), inst.Shared.Log)
-		if err == nil {
-			e.Users(endpointUsers(inst.Spec, o.Endpoint))
-			e.KeepJobs(inst.Shared.Checkpoints)
-		}
-		return e, err
-	})
+	ep, err := endpoint.Shared(inst, o.Endpoint)
 	if err != nil {
 		return nil, err
 	}
-	ep := v.(*endpoint.Endpoint)
 	g := &Generate{answerer: answerer{opts: o, ep: ep, maxTokens: o.MaxTokens.Int()}, ds: inst.Dataset, kept: &keptTurns{inst: inst}}
 	share := o.Share.Float()
 	if !(share > 0) || math.IsInf(share, 0) { // !(> 0) refuses NaN too
