@@ -164,7 +164,7 @@ func report(st stages.Stage, stats *state.Stats, spec *specs.Spec) {
 		}
 		stats.MoreOutputs[specRelative(spec, path)] = hash
 	}
-	stats.Flagged = r.Flagged
+	stats.Flagged, stats.Figures = r.Flagged, r.Figures
 	stats.Examples = nil
 	for _, e := range r.Examples {
 		stats.Examples = append(stats.Examples, state.Example(e))

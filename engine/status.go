@@ -53,9 +53,12 @@ type Status struct {
 	Reasons          map[string]int `json:"reasons,omitempty"`
 	BadRows          map[string]int `json:"bad_rows_skipped,omitempty"`
 	Detected         string         `json:"detected,omitempty"`
-	Output           string         `json:"output,omitempty"`
-	MoreOutputs      []string       `json:"more_outputs,omitempty"`
-	Error            string         `json:"error,omitempty"`
+	// Figures are lines of what the stage measured (evaluate's
+	// acceptance by dataset, turn and context length).
+	Figures     []string `json:"figures,omitempty"`
+	Output      string   `json:"output,omitempty"`
+	MoreOutputs []string `json:"more_outputs,omitempty"`
+	Error       string   `json:"error,omitempty"`
 	// Reused counts done records answered from an earlier answer to the
 	// same content instead of a new request.
 	Reused int `json:"reused,omitempty"`
@@ -136,6 +139,7 @@ func InstanceStatus(store *state.Store, id string, live bool) (*Status, error) {
 		return st, err
 	}
 	st.State, st.Seconds, st.Detected, st.Output, st.Error = State(in.Status), in.Seconds, in.Stats.Detected, in.Stats.Output, in.Error
+	st.Figures = in.Stats.Figures
 	if in.Status == state.StatusRunning && !live {
 		st.State = Incomplete
 	}

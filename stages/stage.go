@@ -343,6 +343,9 @@ type Report struct {
 	// matched.
 	Flagged  map[string]int
 	Examples []Example
+	// Figures are lines of what the stage measured (evaluate's
+	// acceptance), for status and the summary.
+	Figures []string
 }
 
 // ReasonBudget is the Reason of a record skipped because a budget ran out:
@@ -692,9 +695,9 @@ type Results interface {
 	Measured(ids []string) (map[string]accept.Row, error)
 	// Put stores a row measured by stage at a time under id.
 	Put(stage, id string, at time.Time, r accept.Row) error
-	// Touch marks the rows under ids as the stage's: found again, they
-	// are part of its evaluation.
-	Touch(stage string, ids []string) error
+	// Claim makes the rows under ids the stage's evaluation, and only
+	// those: rows found again join it, superseded ones leave it.
+	Claim(stage string, ids []string) error
 }
 
 // Docs lists k's options with their types, defaults and docs.

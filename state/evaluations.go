@@ -19,7 +19,7 @@ type Evaluations struct{ s *Store }
 // Evaluations returns the store's results table.
 func (s *Store) Evaluations() *Evaluations { return &Evaluations{s: s} }
 
-const evalColumns = `drafter, target, sampling, prompt, dataset, turn, context_tokens, segment, requests,
+const evalColumns = `drafter, name, target, sampling, prompt, dataset, turn, context_tokens, segment, requests,
 	completion_tokens, verify, accepted, drafted, counted, per_position, latency_us`
 
 // Measured returns the rows stored under the given ids, by id.
@@ -48,8 +48,8 @@ func (e *Evaluations) Put(stage, id string, at time.Time, r accept.Row) error {
 		return err
 	}
 	_, err = e.s.w.Exec(`INSERT OR REPLACE INTO evaluations (id, stage, measured_ms, `+evalColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, stage, at.UnixMilli(), r.Drafter, r.Target, r.Sampling, r.Prompt, r.Dataset, r.Turn, r.ContextTokens,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, stage, at.UnixMilli(), r.Drafter, r.Name, r.Target, r.Sampling, r.Prompt, r.Dataset, r.Turn, r.ContextTokens,
 		string(r.Segment), r.Requests, r.CompletionTokens, r.Verify, r.Accepted, r.Drafted, r.Counted,
 		string(perPos), r.Latency.Microseconds())
 	if err != nil {
@@ -58,23 +58,37 @@ func (e *Evaluations) Put(stage, id string, at time.Time, r accept.Row) error {
 	return nil
 }
 
-// Touch marks the rows under ids as measured by stage now: a row found
-// again belongs to the stage that asked for it, whoever measured it first.
-func (e *Evaluations) Touch(stage string, ids []string) error {
+// Claim makes the rows under ids stage's evaluation, and only those: a
+// row found again belongs to the stage that asked for it, whoever measured
+// it first, and the rows of a drafter since retrained stay in the table
+// (a drafter set back is found again) but leave the stage's evaluation.
+func (e *Evaluations) Claim(stage string, ids []string) error {
+	tx, err := e.s.w.Begin()
+	if err != nil {
+		return fmt.Errorf("evaluations of %s: %w", stage, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`UPDATE evaluations SET stage = '' WHERE stage = ?`, stage); err != nil {
+		return fmt.Errorf("evaluations of %s: %w", stage, err)
+	}
 	for chunk := range slices.Chunk(ids, 500) {
 		args := append([]any{stage}, anys(chunk)...)
-		if _, err := e.s.w.Exec(`UPDATE evaluations SET stage = ? WHERE id IN (`+
+		if _, err := tx.Exec(`UPDATE evaluations SET stage = ? WHERE id IN (`+
 			strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")+`)`, args...); err != nil {
 			return fmt.Errorf("evaluations of %s: %w", stage, err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("evaluations of %s: %w", stage, err)
+	}
 	return nil
 }
 
-// Rows returns the rows stage measured or found again, in the order they
-// were measured; every stage's when stage is "".
+// Rows returns stage's evaluation: the rows its last complete run
+// measured or found again (and those a run since has measured), in the
+// order they were measured.
 func (e *Evaluations) Rows(stage string) ([]accept.Row, error) {
-	rows, err := e.s.r.Query(`SELECT id, `+evalColumns+` FROM evaluations WHERE ? = '' OR stage = ? ORDER BY measured_ms, id`, stage, stage)
+	rows, err := e.s.r.Query(`SELECT id, `+evalColumns+` FROM evaluations WHERE stage = ? ORDER BY measured_ms, id`, stage)
 	if err != nil {
 		return nil, fmt.Errorf("evaluations: %w", err)
 	}
@@ -83,9 +97,9 @@ func (e *Evaluations) Rows(stage string) ([]accept.Row, error) {
 	return out, err
 }
 
-// Stages returns the stages with rows, the latest measured last.
+// Stages returns the stages with an evaluation, the latest measured last.
 func (e *Evaluations) Stages() ([]string, error) {
-	rows, err := e.s.r.Query(`SELECT stage FROM evaluations GROUP BY stage ORDER BY MAX(measured_ms), stage`)
+	rows, err := e.s.r.Query(`SELECT stage FROM evaluations WHERE stage != '' GROUP BY stage ORDER BY MAX(measured_ms), stage`)
 	if err != nil {
 		return nil, fmt.Errorf("evaluations: %w", err)
 	}
@@ -114,7 +128,7 @@ func scanRows(rows rowScanner, fn func(id string, r accept.Row)) error {
 		var id, segment, perPos string
 		var latency int64
 		var r accept.Row
-		if err := rows.Scan(&id, &r.Drafter, &r.Target, &r.Sampling, &r.Prompt, &r.Dataset, &r.Turn, &r.ContextTokens,
+		if err := rows.Scan(&id, &r.Drafter, &r.Name, &r.Target, &r.Sampling, &r.Prompt, &r.Dataset, &r.Turn, &r.ContextTokens,
 			&segment, &r.Requests, &r.CompletionTokens, &r.Verify, &r.Accepted, &r.Drafted, &r.Counted,
 			&perPos, &latency); err != nil {
 			return fmt.Errorf("evaluations: %w", err)

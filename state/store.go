@@ -194,6 +194,7 @@ var migrations = []string{
 		stage             TEXT NOT NULL,
 		measured_ms       INTEGER NOT NULL,
 		drafter           TEXT NOT NULL,
+		name              TEXT NOT NULL,
 		target            TEXT NOT NULL,
 		sampling          TEXT NOT NULL,
 		prompt            TEXT NOT NULL,

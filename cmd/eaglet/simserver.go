@@ -25,6 +25,7 @@ func init() {
 			{"a simulated SGLang and OpenAI-compatible server on 127.0.0.1:30000", "eaglet sim-server"},
 			{"one that fails 5% of requests with 500 and 5% with 429", "eaglet sim-server --fail-500 0.05 --fail-429 0.05"},
 			{"decoding at 50 tokens/s a sequence into a bounded KV cache, as SGLang schedules", "eaglet sim-server --speed 50 --kv-tokens 160000 --mean-tokens 2000"},
+			{"a speculative-decoding server: the target with a drafter of quality 0.7 drafting 3 tokens a step", "eaglet sim-server --speed 60 --draft-quality 0.7 --num-speculative-tokens 3"},
 		},
 	})
 }
@@ -36,6 +37,7 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 	var cfg server.Config
 	mc.Flags(fs)
 	cfg.Drafter.Flags(fs)
+	draftDir := fs.String("speculative-draft-model-path", "", "a simulated drafter's directory, as SGLang's flag names a trained one: its config.json's \"eaglet_sim\" settings (draft_quality, num_speculative_tokens, draft_cost) replace the -draft flags")
 	fs.StringVar(&cfg.Name, "model", "sim", "served model name")
 	fs.Float64Var(&cfg.Speed, "speed", 0, "decode tokens/s per sequence (0: instant)")
 	fs.Float64Var(&cfg.PrefillSpeed, "prefill-speed", 0, "prefill tokens/s of the server; decoding waits meanwhile (0: free)")
@@ -90,6 +92,13 @@ func runSimServer(ctx context.Context, env *cmdEnv, args []string) error {
 		if id, ok := tok.TokenID(tok.Config().EOSToken); ok && mc.EOS == 0 {
 			mc.EOS = id
 		}
+	}
+	if *draftDir != "" {
+		d, err := sim.ReadDrafter(*draftDir)
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("-speculative-draft-model-path: %w", err)}
+		}
+		cfg.Drafter = d
 	}
 	cfg.Model = sim.New(mc)
 	srv, err := server.New(cfg)

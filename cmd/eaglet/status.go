@@ -157,6 +157,7 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 		if r.Detected != "" {
 			notes = append(notes, "read as "+r.Detected)
 		}
+		notes = append(notes, r.Figures...)
 		if r.Lengths != nil {
 			notes = append(notes, "answer lengths "+r.Lengths.line)
 		}

@@ -44,8 +44,9 @@ const (
 // (vLLM), with what identifies it and what breaks it down.
 type Row struct {
 	// Drafter identifies the drafter by the hash of its files
-	// (DrafterID); "" is the baseline, the target alone.
-	Drafter string
+	// (DrafterID); "" is the baseline, the target alone. Name is what the
+	// spec calls it, for reports; it is no part of its identity.
+	Drafter, Name string
 	// Target identifies the target model and Sampling the sampling
 	// settings, as the stage names them ("temperature=0").
 	Target, Sampling string

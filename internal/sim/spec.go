@@ -4,6 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Drafter is a simulated EAGLE-3 draft model beside the target. It never
@@ -151,4 +155,30 @@ func (m *Model) chance(base float64, a *Answer, t, j int) float64 {
 		c *= math.Pow(float64(trainedContext)/float64(ctx), 0.25)
 	}
 	return min(c, maxChance)
+}
+
+// DrafterConfig is where a simulated drafter's directory keeps its
+// settings: config.json's "eaglet_sim" object, beside whatever else a
+// real drafter's config holds, so a test drafter is a directory of files
+// like a trained one and is known by their hash.
+const DrafterConfig = "config.json"
+
+// ReadDrafter reads the simulated drafter of directory dir.
+func ReadDrafter(dir string) (Drafter, error) {
+	var cfg struct {
+		Sim *Drafter `yaml:"eaglet_sim"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, DrafterConfig))
+	if err != nil {
+		return Drafter{}, fmt.Errorf("drafter %s: %w", dir, err)
+	}
+	// JSON is YAML, read with Drafter's yaml names.
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return Drafter{}, fmt.Errorf("drafter %s: %s: %w", dir, DrafterConfig, err)
+	}
+	if cfg.Sim == nil || !cfg.Sim.On() {
+		return Drafter{}, fmt.Errorf("drafter %s: %s has no \"eaglet_sim\": {\"draft_quality\": ...} above 0", dir, DrafterConfig)
+	}
+	d := cfg.Sim.WithDefaults()
+	return d, d.Check()
 }

@@ -5,6 +5,7 @@ package all
 import (
 	_ "github.com/eaglet-dev/eaglet/stages/cap"      // cap
 	_ "github.com/eaglet-dev/eaglet/stages/dedupe"   // dedupe
+	_ "github.com/eaglet-dev/eaglet/stages/evaluate" // evaluate
 	_ "github.com/eaglet-dev/eaglet/stages/filter"   // filter
 	_ "github.com/eaglet-dev/eaglet/stages/generate" // generate
 	_ "github.com/eaglet-dev/eaglet/stages/handoff"  // handoff

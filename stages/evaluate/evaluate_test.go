@@ -1,0 +1,324 @@
+package evaluate_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/eaglet-dev/eaglet/engine/enginetest"
+	"github.com/eaglet-dev/eaglet/internal/accept"
+	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/sim"
+	"github.com/eaglet-dev/eaglet/internal/sim/server"
+	"github.com/eaglet-dev/eaglet/stages/evaluate"
+	"github.com/eaglet-dev/eaglet/state"
+
+	_ "github.com/eaglet-dev/eaglet/stages/all"
+)
+
+// model is the target every server of a test serves: the drafters
+// change how fast its answers come, never what they are.
+var model = sim.Config{Seed: 11, MeanTokens: 60}
+
+// simServer serves the target with drafter d (none: the baseline) and
+// counts the generations it was asked for.
+type simServer struct {
+	url   string
+	asked atomic.Int64
+	d     sim.Drafter
+}
+
+func serve(t *testing.T, d sim.Drafter) *simServer {
+	t.Helper()
+	s, err := server.New(server.Config{Model: sim.New(model), Drafter: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &simServer{d: d}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			ss.asked.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	ss.url = hs.URL
+	return ss
+}
+
+// drafterDir writes a drafter's files: what identifies it.
+func drafterDir(t *testing.T, dir, name string, quality float64) string {
+	t.Helper()
+	d := filepath.Join(dir, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`{"architectures": ["LlamaForCausalLMEagle3"], "eaglet_sim": {"draft_quality": %g}}`, quality)
+	if err := os.WriteFile(filepath.Join(d, sim.DrafterConfig), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// questions writes n questions of each dataset.
+func questions(t *testing.T, dir string, n int, datasets ...string) {
+	t.Helper()
+	for _, ds := range datasets {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"%s question %d: %s"}]}`+"\n", ds, i, strings.Repeat("why ", i%5))
+		}
+		if err := os.WriteFile(filepath.Join(dir, ds+".jsonl"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type fixture struct {
+	dir               string
+	v1, v2, base      *simServer
+	v1Files, v2Files  string
+	measure, baseline string
+	datasets          []string
+	group, maxTokens  int
+}
+
+func newFixture(t *testing.T, measure string) *fixture {
+	dir := t.TempDir()
+	f := &fixture{dir: dir, measure: measure, datasets: []string{"chat", "code"}, group: 4, maxTokens: 120,
+		v1: serve(t, sim.Drafter{Quality: 0.55, Tokens: 3}), v2: serve(t, sim.Drafter{Quality: 0.85, Tokens: 3}),
+		base: serve(t, sim.Drafter{})}
+	f.v1Files = drafterDir(t, dir, "v1", 0.55)
+	f.v2Files = drafterDir(t, dir, "v2", 0.85)
+	questions(t, dir, 6, f.datasets...)
+	return f
+}
+
+func (f *fixture) spec() string {
+	var ds strings.Builder
+	for _, d := range f.datasets {
+		fmt.Fprintf(&ds, "  %s: {source: %s.jsonl, format: messages}\n", d, d)
+	}
+	return fmt.Sprintf(`version: 1
+name: eval
+state: state.db
+datasets:
+%sendpoints:
+  spec-v1: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8}
+  spec-v2: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8}
+  target: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - name: evaluate
+    uses: evaluate
+    needs: [load]
+    with:
+      drafters:
+        - {name: v1, endpoint: spec-v1, files: v1}
+        - {name: v2, endpoint: spec-v2, files: v2}
+      baseline: target
+      max_tokens: %d
+      measure: %s
+      group: %d
+      out: evaluation.json
+`, ds.String(), f.v1.url, f.v2.url, f.base.url, f.maxTokens, f.measure, f.group)
+}
+
+func (f *fixture) asked() [3]int64 {
+	return [3]int64{f.v1.asked.Load(), f.v2.asked.Load(), f.base.asked.Load()}
+}
+
+// run runs the spec and returns the stage's rows by drafter name.
+func (f *fixture) run(t *testing.T) map[string][]accept.Row {
+	t.Helper()
+	_, store, results := enginetest.OpenAndRun(t, f.dir, f.spec())
+	if r := results["evaluate"]; r == nil || r.Err != nil {
+		t.Fatalf("evaluate: %+v", r)
+	}
+	return rowsOf(t, store)
+}
+
+func rowsOf(t *testing.T, store *state.Store) map[string][]accept.Row {
+	t.Helper()
+	rows, err := store.Evaluations().Rows("evaluate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]accept.Row{}
+	for _, r := range rows {
+		out[r.Name] = append(out[r.Name], r)
+	}
+	return out
+}
+
+// want is what the sim-server decodes for the prompt of question i of
+// dataset ds with drafter d.
+func want(ds string, i, maxTokens int, d sim.Drafter) (sim.Speculation, int) {
+	m := sim.New(model)
+	p := sim.Prompt{Messages: []conv.Message{{Role: conv.User, Content: fmt.Sprintf("%s question %d: %s", ds, i, strings.Repeat("why ", i%5))}}}
+	a := m.Answer(p, sim.Options{MaxTokens: maxTokens})
+	return m.Speculate(d, p, a, 0), a.CompletionTokens()
+}
+
+// TestEvaluate_PerRequest: each row holds what the server reported of its
+// request (SGLang's meta_info), the report's breakdowns add up to its
+// totals, the better drafter wins on the same prompts, and a rerun with
+// nothing changed sends no request.
+func TestEvaluate_PerRequest(t *testing.T) {
+	f := newFixture(t, "requests")
+	rows := f.run(t)
+	for name, srv := range map[string]*simServer{"v1": f.v1, "v2": f.v2} {
+		if len(rows[name]) != 12 {
+			t.Fatalf("%s: %d rows; want 12 (6 prompts of 2 datasets)", name, len(rows[name]))
+		}
+		byPrompt := map[string]accept.Row{}
+		for _, r := range rows[name] {
+			byPrompt[r.Dataset+"/"+r.Prompt] = r
+		}
+		for _, r := range rows[name] {
+			if r.Requests != 1 || !r.Counted || r.Drafter == "" || r.Turn != 1 || r.Sampling != "temperature=0" {
+				t.Fatalf("%s: row %+v", name, r)
+			}
+		}
+		// Match rows to prompts by their measurement: each prompt's
+		// speculation is the server's, exactly.
+		matched := 0
+		for _, ds := range f.datasets {
+			for i := range 6 {
+				sp, tokens := want(ds, i, f.maxTokens, srv.d)
+				for _, r := range rows[name] {
+					if r.Dataset == ds && r.Verify == sp.Verify && r.Accepted == sp.Accepted && r.Drafted == sp.Drafted && r.CompletionTokens == tokens {
+						matched++
+						break
+					}
+				}
+			}
+		}
+		if matched != 12 {
+			t.Errorf("%s: %d of 12 rows hold what the server decoded for a prompt", name, matched)
+		}
+	}
+	for _, r := range rows["baseline"] {
+		if r.Verify != 0 || r.Drafter != "" || r.CompletionTokens == 0 {
+			t.Fatalf("baseline row %+v; want tokens and no verify step", r)
+		}
+	}
+	rep := readReport(t, f.dir)
+	for _, s := range rep.Sides {
+		for _, b := range [][]evaluate.Line{s.ByDataset, s.ByTurn, s.ByContext} {
+			var sum evaluate.Figures
+			for _, l := range b {
+				sum.CompletionTokens += l.CompletionTokens
+				sum.Verify += l.Verify
+				sum.Requests += l.Requests
+			}
+			if sum.CompletionTokens != s.Total.CompletionTokens || sum.Verify != s.Total.Verify || sum.Requests != s.Total.Requests {
+				t.Errorf("%s: breakdown %+v does not add up to the total %+v", s.Name, b, s.Total)
+			}
+		}
+	}
+	gain := comparison(t, rep, "acceptance_length_gain", "v2")
+	if gain.Pairs != 12 || gain.Low <= 0 {
+		t.Errorf("v2 against v1: %+v; want a gain whose interval is above 0 on 12 pairs", gain)
+	}
+	for _, name := range []string{"v1", "v2"} {
+		if c := comparison(t, rep, "speed_up", name); c.Pairs != 12 {
+			t.Errorf("%s over the baseline: %+v; want 12 pairs", name, c)
+		}
+	}
+
+	before := f.asked()
+	f.run(t)
+	if got := f.asked(); got != before {
+		t.Errorf("a rerun with nothing changed asked the servers %v more times", [3]int64{got[0] - before[0], got[1] - before[1], got[2] - before[2]})
+	}
+}
+
+// TestEvaluate_RetrainedDrafter: a drafter whose files changed is measured
+// anew; the others' rows are found in the results table.
+func TestEvaluate_RetrainedDrafter(t *testing.T) {
+	f := newFixture(t, "requests")
+	first := f.run(t)
+	before := f.asked()
+	drafterDir(t, f.dir, "v2", 0.9) // retrained: other files
+	second := f.run(t)
+	got := f.asked()
+	if got[0] != before[0] || got[2] != before[2] || got[1]-before[1] != 12 {
+		t.Errorf("after v2 was retrained the servers were asked %v more times; want [0 12 0]", [3]int64{got[0] - before[0], got[1] - before[1], got[2] - before[2]})
+	}
+	if first["v2"][0].Drafter == second["v2"][0].Drafter {
+		t.Error("v2's identity did not change with its files")
+	}
+}
+
+// TestEvaluate_Groups: from vLLM's counters, each group's figure is the
+// sum over its requests of what the server decoded, and groups keep to
+// one dataset, so the figures by dataset are exact.
+func TestEvaluate_Groups(t *testing.T) {
+	f := newFixture(t, "auto") // auto: the openai endpoints export vllm:spec_decode counters
+	rows := f.run(t)
+	for name, srv := range map[string]*simServer{"v1": f.v1, "v2": f.v2} {
+		verify, accepted := map[string]int{}, map[string]int{}
+		requests := 0
+		for _, r := range rows[name] {
+			if !strings.HasPrefix(r.Prompt, "group ") || r.Requests > f.group {
+				t.Fatalf("%s: row %+v is not a group of up to %d", name, r, f.group)
+			}
+			verify[r.Dataset] += r.Verify
+			accepted[r.Dataset] += r.Accepted
+			requests += r.Requests
+		}
+		if requests != 12 || len(rows[name]) != 4 {
+			t.Fatalf("%s: %d rows of %d requests; want groups of 4 and 2 in each of 2 datasets", name, len(rows[name]), requests)
+		}
+		for _, ds := range f.datasets {
+			wv, wa := 0, 0
+			for i := range 6 {
+				sp, _ := want(ds, i, f.maxTokens, srv.d)
+				wv, wa = wv+sp.Verify, wa+sp.Accepted
+			}
+			if verify[ds] != wv || accepted[ds] != wa {
+				t.Errorf("%s %s: groups sum to %d verify steps, %d accepted; the server decoded %d, %d", name, ds, verify[ds], accepted[ds], wv, wa)
+			}
+		}
+	}
+	rep := readReport(t, f.dir)
+	if c := comparison(t, rep, "acceptance_length_gain", "v2"); c.Pairs != 4 {
+		t.Errorf("v2 against v1 paired %d groups; want 4 (the same groups on both sides)", c.Pairs)
+	}
+	before := f.asked()
+	f.run(t)
+	if got := f.asked(); got != before {
+		t.Errorf("a rerun asked the servers again: %v then %v", before, got)
+	}
+}
+
+func readReport(t *testing.T, dir string) evaluate.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "evaluation.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep evaluate.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func comparison(t *testing.T, rep evaluate.Report, figure, b string) evaluate.Comparison {
+	t.Helper()
+	for _, c := range rep.Comparisons {
+		if c.Figure == figure && c.B == b {
+			return c
+		}
+	}
+	t.Fatalf("no %s of %s in %+v", figure, b, rep.Comparisons)
+	return evaluate.Comparison{}
+}
