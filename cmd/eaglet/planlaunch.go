@@ -21,11 +21,17 @@ func launchPlans(p *engine.Pipeline, steps []*engine.Step) []*managed.Plan {
 		}
 		seconds, sends := 0.0, false
 		for _, s := range steps {
-			o, ok := s.Node.Stage.Options.(stages.EndpointUser)
-			if !ok || o.EndpointName() != ep.Name || !s.Runs() || s.Todo == 0 {
+			opts := s.Node.Stage.Options
+			if !stages.SendsTo(p.Spec, opts, ep.Name) || !s.Runs() || s.Todo == 0 {
 				continue
 			}
-			seconds, sends = seconds+s.Estimate.Seconds, true
+			share := 1.0
+			if o, ok := opts.(stages.EndpointsUser); ok {
+				// A stage sending to several endpoints (evaluate, a
+				// server per drafter) is taken to spend its time evenly.
+				share = 1 / float64(len(o.EndpointNames()))
+			}
+			seconds, sends = seconds+share*s.Estimate.Seconds, true
 		}
 		// An invalid launch is the spec's error, reported with it.
 		if lp, err := managed.PlanFor(p.Spec, ep, seconds, sends); err == nil {

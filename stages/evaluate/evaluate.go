@@ -18,8 +18,8 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 )
 
-// Evaluate is one evaluate stage: its sides (each drafter's server, and
-// the baseline's) measured in turn on the prompts of its input.
+// Evaluate is one evaluate stage: its sides (the baseline's server, then
+// each drafter's) measured in turn on the prompts of its input.
 type Evaluate struct {
 	inst    *stages.Instance
 	opts    *Options
@@ -99,13 +99,16 @@ func newEvaluate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		e.sides = append(e.sides, s)
 		return nil
 	}
-	for _, d := range o.Drafters {
-		if err := add(d.Name, d.Endpoint, d.Files); err != nil {
+	// The baseline goes first: it is often the endpoint generate used,
+	// whose servers then serve it straight on and stop before the
+	// drafters' start, rather than hold their GPUs idle meanwhile.
+	if o.Baseline != "" {
+		if err := add("baseline", o.Baseline, ""); err != nil {
 			return nil, err
 		}
 	}
-	if o.Baseline != "" {
-		if err := add("baseline", o.Baseline, ""); err != nil {
+	for _, d := range o.Drafters {
+		if err := add(d.Name, d.Endpoint, d.Files); err != nil {
 			return nil, err
 		}
 	}

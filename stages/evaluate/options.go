@@ -10,6 +10,7 @@ package evaluate
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -109,27 +110,32 @@ func check(spec *specs.Spec, st *specs.Stage, o *Options) error {
 	names := map[string]bool{}
 	endpoints := map[string]string{}
 	for i, d := range o.Drafters {
-		at := []string{"drafters"}
+		at := func(key string) []string {
+			if !st.Written("drafters", strconv.Itoa(i), key) {
+				return []string{"drafters", strconv.Itoa(i)}
+			}
+			return []string{"drafters", strconv.Itoa(i), key}
+		}
 		switch {
 		case d.Name == "":
-			bad(at, "drafter %d has no name; give each a name for the reports (v1, v2)", i+1)
+			bad(at("name"), "drafter %d has no name; give each a name for the reports (v1, v2)", i+1)
 		case d.Name == "baseline":
-			bad(at, "drafter %d is named baseline, the name of the target alone; call it something else", i+1)
+			bad(at("name"), "drafter %d is named baseline, the name of the target alone; call it something else", i+1)
 		case names[d.Name]:
-			bad(at, "two drafters are named %s; give each its own name", d.Name)
+			bad(at("name"), "two drafters are named %s; give each its own name", d.Name)
 		}
 		names[d.Name] = true
-		checkEndpoint(spec, st, at, fmt.Sprintf("drafter %s", d.Name), d.Endpoint, bad)
+		checkEndpoint(spec, at("endpoint"), fmt.Sprintf("drafter %s", d.Name), d.Endpoint, bad)
 		if prev, dup := endpoints[d.Endpoint]; dup && d.Endpoint != "" {
-			bad(at, "drafters %s and %s both name endpoint %s; a server serves one drafter, so give each its own endpoint", prev, d.Name, d.Endpoint)
+			bad(at("endpoint"), "drafters %s and %s both name endpoint %s; a server serves one drafter, so give each its own endpoint", prev, d.Name, d.Endpoint)
 		}
 		endpoints[d.Endpoint] = d.Name
 		if d.Files == "" {
-			bad(at, "drafter %s needs `files:`, its directory (config and weights): the drafter is known by their hash", d.Name)
+			bad(at("files"), "drafter %s needs `files:`, its directory (config and weights): the drafter is known by their hash", d.Name)
 		}
 	}
 	if o.Baseline != "" {
-		checkEndpoint(spec, st, []string{"baseline"}, "baseline", o.Baseline, bad)
+		checkEndpoint(spec, []string{"baseline"}, "baseline", o.Baseline, bad)
 		if d, dup := endpoints[o.Baseline]; dup {
 			bad([]string{"baseline"}, "baseline %s is drafter %s's endpoint; the baseline serves the target alone", o.Baseline, d)
 		}
@@ -164,7 +170,7 @@ func check(spec *specs.Spec, st *specs.Stage, o *Options) error {
 
 // checkEndpoint refuses an endpoint the spec does not declare, or one
 // that cannot report speculative decoding.
-func checkEndpoint(spec *specs.Spec, st *specs.Stage, at []string, what, name string, bad func([]string, string, ...any)) {
+func checkEndpoint(spec *specs.Spec, at []string, what, name string, bad func([]string, string, ...any)) {
 	if name == "" {
 		bad(at, "%s needs `endpoint:`, one of the spec's endpoints", what)
 		return
@@ -175,7 +181,8 @@ func checkEndpoint(spec *specs.Spec, st *specs.Stage, at []string, what, name st
 		return
 	}
 	switch ep.API {
-	case "sglang", "openai":
+	case "sglang", "openai", "":
+		// An endpoint without an api is refused where it is declared.
 	default:
 		bad(at, "%s: endpoint %s has api %s, which reports no speculative decoding; serve the target with sglang or an openai-compatible server (vLLM, SGLang)", what, name, ep.API)
 	}

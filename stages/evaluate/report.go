@@ -119,15 +119,17 @@ func (e *Evaluate) build() Report {
 		}
 	}
 	resampling := accept.Resampling{Seed: uint64(e.opts.Seed)}
-	baseline := -1
+	// The baseline, when there is one, is side 0 and the first drafter
+	// the next.
+	baseline, firstDrafter := -1, 0
 	if e.opts.Baseline != "" {
-		baseline = len(e.sides) - 1
+		baseline, firstDrafter = 0, 1
 	}
 	for _, t := range temps {
-		first := bySide[sideTemp{0, t}]
+		first := bySide[sideTemp{firstDrafter, t}]
 		for i := range e.sides {
 			s := bySide[sideTemp{i, t}]
-			if i > 0 && i != baseline {
+			if i != baseline && i != firstDrafter {
 				if c, err := accept.Compare(first.rows, s.rows, resampling); err == nil {
 					rep.Comparisons = append(rep.Comparisons, comparison(first.Name, s.Name, s.Sampling, "acceptance_length_gain", c))
 				}

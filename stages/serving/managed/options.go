@@ -41,7 +41,8 @@ func decode(s *specs.Spec, ep *specs.Endpoint) (*Options, error) {
 	if err := s.Decode(ep.Launch, o); err != nil {
 		errs = multierror.Append(errs, err)
 	}
-	if ep.API != string(serve.SGLang) && ep.API != string(serve.OpenAI) {
+	// An endpoint without an api is refused where it is declared.
+	if ep.API != "" && ep.API != string(serve.SGLang) && ep.API != string(serve.OpenAI) {
 		errs = multierror.Append(errs, s.Errorf(ep.KeyPos("launch"), "endpoint %s: api %s has no server to launch; launch an sglang or openai endpoint", ep.Name, ep.API))
 	}
 	o = specs.WithDefaults(o, ep.Launch)
