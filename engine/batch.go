@@ -36,6 +36,12 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		r.prog.finish(n, d.String())
 		return &Result{Node: n, Outcome: UpToDate, Decision: d}
 	}
+	if _, remote := pr.stage.(stages.Remote); remote && r.opts.Dry {
+		// Its work is requests: plan prices them with its Estimate.
+		r.prog.begin(n, total, 0, 0)
+		r.prog.finish(n, WouldRun.String())
+		return &Result{Node: n, Outcome: WouldRun, Decision: d}
+	}
 	r.prog.begin(n, total, 0, 0)
 	// Unfinished until its new output is in: a crash at any point below
 	// makes the next run do it again.
@@ -104,7 +110,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		return r.fail(n, err)
 	}
 	r.prog.finish(n, "")
-	return &Result{Node: n, Outcome: Ran, Processed: out.count, Decision: d}
+	return &Result{Node: n, Outcome: Ran, Processed: out.count, Decision: d, Requests: stats.Requests}
 }
 
 // reportCollapsed counts, as drops by reason, the records of one need that
@@ -164,7 +170,7 @@ func report(st stages.Stage, stats *state.Stats, spec *specs.Spec) {
 		}
 		stats.MoreOutputs[specRelative(spec, path)] = hash
 	}
-	stats.Flagged, stats.Figures = r.Flagged, r.Figures
+	stats.Flagged, stats.Figures, stats.Requests = r.Flagged, r.Figures, r.Requests
 	stats.Examples = nil
 	for _, e := range r.Examples {
 		stats.Examples = append(stats.Examples, state.Example(e))

@@ -176,6 +176,7 @@ func InstanceStatus(store *state.Store, id string, live bool) (*Status, error) {
 	if st.Requests, st.Retries, err = store.Requests(id); err != nil {
 		return nil, err
 	}
+	st.Requests += in.Stats.Requests
 	if len(st.Retries) == 0 {
 		st.Retries = nil
 	}

@@ -317,6 +317,13 @@ type Output interface {
 	Settle(keep func(key string) bool, reason string)
 }
 
+// Remote is implemented by Batch stages whose Run sends requests to a
+// server (evaluate): plan's dry run, which does the run's local part,
+// leaves them out and prices their work with their Estimate.
+type Remote interface {
+	Remote()
+}
+
 // Reporter is implemented by Batch stages that tell more of a run than
 // their records: what a loader detected and skipped, the files a merge
 // wrote. Report is called once the output is committed and again after
@@ -344,8 +351,10 @@ type Report struct {
 	Flagged  map[string]int
 	Examples []Example
 	// Figures are lines of what the stage measured (evaluate's
-	// acceptance), for status and the summary.
-	Figures []string
+	// acceptance), for status and the summary, and Requests the requests
+	// it sent in the run: a Batch stage's are in no record's outcome.
+	Figures  []string
+	Requests int
 }
 
 // ReasonBudget is the Reason of a record skipped because a budget ran out:

@@ -51,8 +51,10 @@ type Stats struct {
 	Copies int `json:"copies,omitempty"`
 	// Detected is what a loader found the input to be.
 	Detected string `json:"detected,omitempty"`
-	// Figures are lines of what a stage measured (evaluate's acceptance).
-	Figures []string `json:"figures,omitempty"`
+	// Figures are lines of what a stage measured (evaluate's acceptance),
+	// and Requests the requests a Batch stage sent in its last run.
+	Figures  []string `json:"figures,omitempty"`
+	Requests int      `json:"requests,omitempty"`
 	// Output is a file the instance wrote, with its hash.
 	Output     string `json:"output,omitempty"`
 	OutputHash string `json:"output_hash,omitempty"`

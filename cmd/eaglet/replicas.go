@@ -9,13 +9,13 @@ import (
 	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/generate"
+	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
 // launchedFigures reads what the servers eaglet launched did, as the
-// generate instances of p kept it at or after since (zero: the last run
+// instances of p that send to an endpoint kept it at or after since (zero: the last run
 // that launched them); nil without a store.
 func launchedFigures(p *engine.Pipeline, store *state.Store, since time.Time) ([]managed.Figures, error) {
 	if store == nil {
@@ -23,11 +23,12 @@ func launchedFigures(p *engine.Pipeline, store *state.Store, since time.Time) ([
 	}
 	var cps []stages.Checkpoints
 	for _, n := range p.Nodes {
-		if _, ok := n.Stage.Options.(stages.EndpointUser); ok {
+		_, one := n.Stage.Options.(stages.EndpointUser)
+		if _, several := n.Stage.Options.(stages.EndpointsUser); one || several {
 			cps = append(cps, store.Checkpoints(n.ID))
 		}
 	}
-	return generate.Replicas(cps, since)
+	return endpoint.Replicas(cps, since)
 }
 
 // reportLaunched is figs as the report shows them.

@@ -22,6 +22,7 @@ import (
 // test to be valid, so that what the test sees is the zero's doing.
 var baseOptions = map[string][]string{
 	"cap":      {"max_samples: 10"},
+	"evaluate": {"drafters: [{name: v1, endpoint: spec, files: d.jsonl}]"},
 	"filter":   {`keep: "true"`},
 	"handoff":  {"out: out", "format: messages"},
 	"merge":    {"out: out.jsonl"},
@@ -129,11 +130,14 @@ func TestZeroWritten_UsedOrRefused(t *testing.T) {
 // kindSpec is a spec whose stage s of the kind writes option o as zero.
 func kindSpec(kind string, o specs.OptionDoc) *zeroSpec {
 	z := &zeroSpec{}
-	z.add("version: 1", "name: zero", "state: state.db", "datasets: {d: {source: d.jsonl}}",
-		"endpoints: {sim: {api: sim}}", "stages:", "  - {name: load, uses: load, foreach: datasets}",
-		"  - name: s", "    uses: "+kind)
+	endpoints := "endpoints: {sim: {api: sim}}"
+	if kind == "evaluate" { // a speculative server, which the simulator in process is not
+		endpoints = `endpoints: {spec: {api: openai, urls: ["http://127.0.0.1:9/v1"], model: m}}`
+	}
+	z.add("version: 1", "name: zero", "state: state.db", "datasets: {d: {source: d.jsonl}}", endpoints,
+		"stages:", "  - {name: load, uses: load, foreach: datasets}", "  - name: s", "    uses: "+kind)
 	switch kind {
-	case "handoff", "merge":
+	case "handoff", "merge", "evaluate":
 		z.add("    needs: [load]") // they take every dataset at once
 	case "load":
 		z.add("    foreach: datasets")

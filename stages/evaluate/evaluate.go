@@ -72,7 +72,11 @@ var (
 	_ stages.Releaser      = (*Evaluate)(nil)
 	_ stages.Estimator     = (*Evaluate)(nil)
 	_ stages.Progressor    = (*Evaluate)(nil)
+	_ stages.Remote        = (*Evaluate)(nil)
 )
+
+// Remote marks the stage's work as requests: plan prices it, never runs it.
+func (e *Evaluate) Remote() {}
 
 func newEvaluate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	e := &Evaluate{inst: inst, opts: o, buckets: accept.DefaultBuckets, log: inst.Log, rows: map[sideTemp][]accept.Row{}}
@@ -193,6 +197,7 @@ func (e *Evaluate) release(s *side) {
 	e.mu.Unlock()
 	if !done {
 		s.ep.Release()
+		endpoint.KeepReplicas(s.ep, e.inst.Checkpoints)
 	}
 }
 
@@ -207,7 +212,7 @@ func (e *Evaluate) Report(r *stages.Report) {
 	if e.hash != "" {
 		r.MoreOutputs = map[string]string{e.out: e.hash}
 	}
-	r.Figures = e.figures
+	r.Figures, r.Requests = e.figures, int(e.sent.Load())
 }
 
 // identity is what makes two measurements the same: the drafter, the

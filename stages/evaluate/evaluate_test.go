@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/accept"
 	"github.com/eaglet-dev/eaglet/internal/conv"
@@ -321,4 +322,22 @@ func comparison(t *testing.T, rep evaluate.Report, figure, b string) evaluate.Co
 	}
 	t.Fatalf("no %s of %s in %+v", figure, b, rep.Comparisons)
 	return evaluate.Comparison{}
+}
+
+// TestEvaluate_PlanSendsNothing: plan prices the evaluation and calls no
+// server, before a run and after one.
+func TestEvaluate_PlanSendsNothing(t *testing.T) {
+	f := newFixture(t, "auto")
+	p, store := enginetest.Open(t, f.dir, f.spec())
+	for _, s := range p.Plan(store, engine.Selection{}) {
+		if s.Err != nil {
+			t.Fatalf("%s: %v", s.Node.ID, s.Err)
+		}
+		if s.Node.ID == "evaluate" && !strings.Contains(strings.Join(s.Notes, " "), "up to 36 requests") {
+			t.Errorf("plan of evaluate: %q; want its price (12 prompts, 3 sides)", s.Notes)
+		}
+	}
+	if got := f.asked(); got != [3]int64{} {
+		t.Errorf("plan asked the servers %v times", got)
+	}
 }

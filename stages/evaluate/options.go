@@ -49,7 +49,7 @@ type Options struct {
 	// Overwrite lets the stage replace an out eaglet did not write.
 	Overwrite bool `yaml:"overwrite" fp:"-" doc:"replace an out eaglet did not write"`
 	// Seed seeds the comparisons' bootstrap.
-	Seed int `yaml:"seed" default:"1" doc:"seed of the comparisons' bootstrap intervals"`
+	Seed int `yaml:"seed" doc:"seed of the comparisons' bootstrap intervals"`
 	// Timeout and Retries are as generate's.
 	Timeout string `yaml:"timeout" fp:"-" default:"10m" doc:"how long a request may go without an answer"`
 	Retries *int   `yaml:"retries" fp:"-" default:"5" doc:"times a retryable failure is tried again"`

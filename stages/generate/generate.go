@@ -236,7 +236,7 @@ func (g *Generate) Fingerprint() (string, error) { return g.ep.Identity, nil }
 // keeps what the servers did for status.
 func (g *Generate) Release() {
 	g.ep.Release()
-	keepReplicas(g.ep, g.kept.inst.Checkpoints)
+	endpoint.KeepReplicas(g.ep, g.kept.inst.Checkpoints)
 }
 
 // Process asks for the answer once the budget lets the request go.

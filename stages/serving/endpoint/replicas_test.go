@@ -1,4 +1,4 @@
-package generate
+package endpoint
 
 import (
 	"encoding/json"

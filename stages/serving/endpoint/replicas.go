@@ -1,4 +1,4 @@
-package generate
+package endpoint
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/stages"
-	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
 	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 )
 
@@ -25,10 +24,10 @@ type keptReplicas struct {
 	At time.Time `json:"at"`
 }
 
-// keepReplicas stores in cp the figures of the servers eaglet launched for
+// KeepReplicas stores in cp the figures of the servers eaglet launched for
 // an instance's endpoint ep, when this run started them. They are for
 // status to show, so a failure to write them fails nothing.
-func keepReplicas(ep *endpoint.Endpoint, cp stages.Checkpoints) {
+func KeepReplicas(ep *Endpoint, cp stages.Checkpoints) {
 	f, ok := ep.Replicas()
 	if !ok || cp == nil {
 		return
