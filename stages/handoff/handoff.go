@@ -155,7 +155,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		}
 	}
 	if opts.Run != nil {
-		if err := opts.Run.Check(st, "run"); err != nil {
+		if err := opts.Run.Check(spec, st, "run"); err != nil {
 			errs = multierror.Append(errs, err)
 		}
 	}
