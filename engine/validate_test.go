@@ -210,6 +210,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
     |              ^`},
 		},
 		{
+			name: "absurd handoff shards are refused with the limit",
+			spec: validBase + "  - name: h\n    uses: handoff\n    needs: [load]\n    with:\n      out: out\n      format: specforge\n      shards: 100000000\n",
+			want: []string{"spec.yaml:16:15: stage h: shards is 100000000; use at most 1024: every shard is a file held open, with a 256 KiB buffer, while a version is written"},
+		},
+		{
 			name: "two merges writing one file",
 			spec: mergeBase + "  - {name: m2, uses: merge, needs: [load], with: {out: ./out.jsonl}}\n",
 			want: []string{"spec.yaml:15:56: stage m2: out ./out.jsonl is also written by stage m (line 10); write it elsewhere"},
