@@ -72,3 +72,19 @@ func (s *Store) damaged(err error) error {
 	}
 	return fmt.Errorf("check state %s: %w", s.path, err)
 }
+
+// unversioned refuses a store of schema version 0 that has tables: one
+// eaglet made has a version from its first migration on, so its version
+// was reset (or another program wrote the file), and migrating from 0
+// would fail on the tables already there.
+func (s *Store) unversioned() error {
+	var n int
+	if err := s.w.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table'`).Scan(&n); err != nil {
+		return s.damaged(err)
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("the file has %d tables but schema version 0 (PRAGMA user_version), which no eaglet leaves: its version was reset, or it is not an eaglet store; "+
+		"restore it from a backup, or move it away to start afresh (the next run then redoes everything)", n)
+}

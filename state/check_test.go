@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +43,25 @@ func TestStore_Lock_Damaged(t *testing.T) {
 	var de *DamagedError
 	if err := s.Lock(); !errors.As(err, &de) || de.Path != path || len(de.Problems) == 0 {
 		t.Fatalf("Lock = %v; want a *DamagedError naming %s", err, path)
+	}
+}
+
+// TestStore_Open_SchemaVersionZero: a store whose tables are there but whose
+// version says none is refused with what to do, not with SQLite's "table
+// instances already exists" from migrating it again.
+func TestStore_Open_SchemaVersionZero(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.Exec(`PRAGMA user_version = 0`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = Open(path)
+	if err == nil || !strings.Contains(err.Error(), "open state "+path+": the file has ") ||
+		!strings.Contains(err.Error(), "but schema version 0") || !strings.Contains(err.Error(), "move it away to start afresh") {
+		t.Errorf("Open = %v; want it refused with what to do", err)
 	}
 }

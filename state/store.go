@@ -326,7 +326,11 @@ func (s *Store) migrate() error {
 	if v > SchemaVersion {
 		return fmt.Errorf("%w: schema version %d, this eaglet knows up to %d; upgrade eaglet or use another state path", ErrNewerSchema, v, SchemaVersion)
 	}
-	if v > 0 && v < SchemaVersion {
+	if v == 0 {
+		if err := s.unversioned(); err != nil {
+			return err
+		}
+	} else if v < SchemaVersion {
 		if err := s.checkWritable(); err != nil {
 			return err
 		}
