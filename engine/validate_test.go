@@ -340,3 +340,30 @@ func TestLoad_SecretsNeverPrinted(t *testing.T) {
 		t.Errorf("Redact left the secret in %q", got)
 	}
 }
+
+// TestLoad_MissingEnvFirst: a missing environment variable is listed
+// before the problems that follow from it (a source or an output path
+// that lost its directory), though they come earlier in the file.
+func TestLoad_MissingEnvFirst(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spec.yaml")
+	spec := strings.Replace(mergeBase, "a: {source: a.jsonl}", "a: {source: \"${DATA_DIR}/a.jsonl\"}", 1)
+	spec = strings.Replace(spec, "out: out.jsonl", "out: \"${OUT_DIR}/out.jsonl\"", 1)
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := engine.Load(path, func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatal("spec validated; want an error")
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.ReplaceAll(err.Error(), dir+"/", ""), "\n") {
+		if !strings.HasPrefix(l, "    |") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "spec.yaml:5:16: environment variable DATA_DIR is not set") ||
+		!strings.HasPrefix(lines[1], "spec.yaml:14:13: environment variable OUT_DIR is not set") {
+		t.Errorf("the missing variables are not listed first:\n%s", strings.Join(lines, "\n"))
+	}
+}

@@ -84,7 +84,7 @@ func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]
 			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
 				col++
 			}
-			errs.at(n.Line, col, "environment variable %s is not set; set it or write ${%s:-default}", name, name)
+			errs.cause(n.Line, col, "environment variable %s is not set; set it or write ${%s:-default}", name, name)
 		}
 		i += end
 	}
