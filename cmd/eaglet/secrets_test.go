@@ -29,14 +29,7 @@ var literalCanaries = []string{"CANARYliteralkey0007", "CANARYliteralenv0008", "
 // whose argv and env carry every canary.
 func secretSpec(t *testing.T, dir string) string {
 	t.Helper()
-	data, err := filepath.Abs("../../specs/examples/data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, tok := handoffInputs(t)
 	spec := fmt.Sprintf(`version: 1
 name: secrets
 state: state.db
