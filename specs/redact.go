@@ -41,14 +41,17 @@ func (sec secret) replace(text, old, repl string) string {
 // collectSecrets lists the secrets interpolation found (value to reference)
 // and those known by where they stand: every endpoint's api_key, and the
 // headers whose names say they carry credentials (Authorization,
-// X-Api-Key, Cookie), even when written into the spec as they are.
+// X-Api-Key, Cookie), even when written into the spec as they are. A value
+// written there shorter than shortSecret is the "x" or "EMPTY" a local
+// server takes, not a secret: scrubbed, it would turn every x="12" of the
+// report's drawings into ***="12".
 func collectSecrets(fromEnv map[string]string, endpoints []*Endpoint) []secret {
 	all := map[string]string{}
 	for v, ref := range fromEnv {
 		all[v] = ref
 	}
 	add := func(v, ref string) {
-		if _, ok := all[v]; !ok && v != "" {
+		if _, ok := all[v]; !ok && len(v) >= shortSecret {
 			all[v] = ref
 		}
 	}
@@ -77,9 +80,14 @@ func collectSecrets(fromEnv map[string]string, endpoints []*Endpoint) []secret {
 // (${HF_TOKEN}), in strings and in strings of JSON held by strings (a
 // kind's own fingerprint), so that what is hashed and stored of a
 // configuration names a secret without holding it: a rotated token
-// changes nothing, another variable does.
+// changes nothing, another variable does. A value shorter than
+// shortSecret is left as it is: such a "key" guards nothing, and as a
+// word it may stand for itself anywhere in a configuration.
 func (s *Spec) ConcealJSON(doc string) string {
 	for _, sec := range s.secrets {
+		if len(sec.value) < shortSecret {
+			continue
+		}
 		v, ref := sec.value, sec.ref
 		for range 2 {
 			v, ref = jsonInner(v), jsonInner(ref)

@@ -78,6 +78,7 @@ endpoints:
     urls: ["http://h/v1"]
     api_key: literalkey123
     headers: {Authorization: "Bearer bearer123", X-Title: eaglet, X-Model: "${MODEL_ARG}", X-Plain: "${PLAIN}"}
+  local: {api: openai, urls: ["http://h/v1"], api_key: x}
 `
 	env := map[string]string{"MODEL_ARG": "hf_byvalue123", "PLAIN": "plainvalue123"}
 	spec, _ := specs.Parse("spec.yaml", []byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -89,6 +90,7 @@ endpoints:
 		{"credential header", spec.Redact("Authorization: Bearer bearer123"), "Authorization: ***"},
 		{"a value shaped like a token", spec.Redact("arg hf_byvalue123"), "arg ***"},
 		{"a plain header and variable", spec.Redact("eaglet plainvalue123"), "eaglet plainvalue123"},
+		{"a placeholder key written as it is", spec.Redact(`<rect x="12">`), `<rect x="12">`},
 		{"concealed as references", spec.ConcealJSON(`{"a":"hf_byvalue123 literalkey123","x":"{\"k\":\"hf_byvalue123\"}"}`),
 			`{"a":"${MODEL_ARG} (api_key of endpoint a)","x":"{\"k\":\"${MODEL_ARG}\"}"}`},
 	}
