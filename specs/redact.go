@@ -18,7 +18,11 @@ import (
 // "ma***_tokens"; a longer one is replaced wherever it appears.
 func (s *Spec) Redact(text string) string {
 	for _, sec := range s.secrets {
-		text = sec.replace(text, sec.value, "***")
+		if len(sec.value) >= shortSecret {
+			text = strings.ReplaceAll(text, sec.value, "***")
+		} else {
+			text = replaceWord(text, sec.value, "***")
+		}
 	}
 	return text
 }
@@ -27,15 +31,6 @@ func (s *Spec) Redact(text string) string {
 // it in what is stored: the ${VAR} it came from, or where the spec wrote it.
 type secret struct {
 	value, ref string
-}
-
-// replace replaces old (the secret's value in some encoding) in text with
-// repl, as Redact does.
-func (sec secret) replace(text, old, repl string) string {
-	if len(sec.value) >= shortSecret {
-		return strings.ReplaceAll(text, old, repl)
-	}
-	return replaceWord(text, old, repl)
 }
 
 // collectSecrets lists the secrets interpolation found (value to reference)
@@ -91,7 +86,7 @@ func (s *Spec) ConcealJSON(doc string) string {
 		v, ref := sec.value, sec.ref
 		for range 2 {
 			v, ref = jsonInner(v), jsonInner(ref)
-			doc = sec.replace(doc, v, ref)
+			doc = strings.ReplaceAll(doc, v, ref)
 		}
 	}
 	return doc
