@@ -46,6 +46,18 @@ func (e *PartialInputError) Error() string {
 	return "not written: " + strings.Join(parts, ", ") + "; run again to retry them, or pass --allow-partial to write what there is"
 }
 
+// unlessRetried is what plan says of a stage that writes a file over
+// these failed records: the run retries them first, and whether they
+// succeed decides whether it writes. The counts are as the store holds
+// them; a changed option may send all of them anew.
+func (e *PartialInputError) unlessRetried() string {
+	parts := make([]string, len(e.Failed))
+	for i, f := range e.Failed {
+		parts[i] = fmt.Sprintf("%d in %s", f.N, f.Instance)
+	}
+	return "not written if records upstream fail again, as " + strings.Join(parts, " and ") + " did; --allow-partial writes what there is"
+}
+
 // Unwrap is why the failed records could not be counted, or nil.
 func (e *PartialInputError) Unwrap() error { return e.Err }
 

@@ -77,7 +77,13 @@ func changes(old, cur string) []Change {
 			}
 			continue
 		}
-		groups = append(groups, []Change{{Key: k, Old: show(a[k]), New: show(b[k])}})
+		c := Change{Key: k, Old: show(a[k]), New: show(b[k])}
+		if strings.Contains(c.New, "${") && !strings.Contains(c.Old, "${") {
+			// Only a secret is kept as its ${VAR}; a store from before
+			// that holds its value, which must not be printed.
+			c.Old = clearSecret
+		}
+		groups = append(groups, []Change{c})
 	}
 	sort.Slice(groups, func(i, j int) bool { return joinChanges(groups[i]) < joinChanges(groups[j]) })
 	var out []Change
@@ -86,6 +92,9 @@ func changes(old, cur string) []Change {
 	}
 	return out
 }
+
+// clearSecret stands for an old setting that held a secret's value.
+const clearSecret = "(a secret's value, stored in clear by an older eaglet)"
 
 // show is a setting's value as JSON, as it was written.
 func show(v any) string {

@@ -119,6 +119,10 @@ func TestChanges(t *testing.T) {
 		{"a kind's fingerprint that is a hash", `{"external":"h1"}`, `{"external":"h2"}`, []Change{opaque}},
 		{"nothing differs", `{"a":1}`, `{"a":1}`, nil},
 		{"not comparable", `not json`, `{"a":1}`, nil},
+		// A store written before secrets were kept by reference holds the
+		// old token in clear: it is not shown.
+		{"a secret stored in clear", `{"run":{"argv":["x","hf_old"]}}`, `{"run":{"argv":["x","${HF_TOKEN}"]}}`,
+			[]Change{{Key: "run", Old: clearSecret, New: `{"argv":["x","${HF_TOKEN}"]}`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,7 +70,7 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 			extra["external"] = ext
 		}
 	}
-	fp, config := fingerprint(n.Stage.Kind.Name, opts, extra)
+	fp, config := fingerprint(n.Stage.Kind.Name, opts, extra, spec.ConcealJSON)
 	inst.ConfigFP = fp
 
 	conc := 4 * runtime.NumCPU()

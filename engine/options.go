@@ -122,8 +122,9 @@ func yamlName(f reflect.StructField) string {
 }
 
 // fingerprint hashes the fingerprint material of an instance, returning the
-// hash and the canonical JSON (kept so plan can say what changed).
-func fingerprint(kind string, opts any, extra map[string]any) (string, string) {
+// hash and the canonical JSON (kept so plan can say what changed). conceal
+// puts each secret's reference in place of its value before either is made.
+func fingerprint(kind string, opts any, extra map[string]any, conceal func(string) string) (string, string) {
 	m := map[string]any{"kind": kind}
 	if om, ok := material(reflect.ValueOf(opts)).(map[string]any); ok {
 		for k, v := range om {
@@ -138,6 +139,7 @@ func fingerprint(kind string, opts any, extra map[string]any) (string, string) {
 	if err != nil {
 		b = []byte(err.Error())
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12]), string(b)
+	doc := conceal(string(b))
+	sum := sha256.Sum256([]byte(doc))
+	return hex.EncodeToString(sum[:12]), doc
 }

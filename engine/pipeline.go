@@ -83,14 +83,19 @@ func Load(path string, lookup specs.LookupEnv, opts ...LoadOption) (*Pipeline, e
 	return nil, spec.RedactError(all)
 }
 
-// sortByPosition orders spec errors as they appear in the file.
+// sortByPosition orders spec errors as they appear in the file, after
+// the causes of others (a missing environment variable), so what to fix
+// first is read first.
 func sortByPosition(errs []error) {
 	line := func(e error) int {
 		var se *specs.Error
-		if errors.As(e, &se) {
-			return se.Pos.Line*10000 + se.Pos.Col
+		switch {
+		case !errors.As(e, &se):
+			return 0
+		case se.Cause:
+			return -1<<40 + se.Pos.Line*10000 + se.Pos.Col
 		}
-		return 0
+		return se.Pos.Line*10000 + se.Pos.Col
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return line(errs[i]) < line(errs[j]) })
 }

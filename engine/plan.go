@@ -92,6 +92,12 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 				s.Todo = res.Pending
 			}
 		case Ran:
+			if res.Decision.Reason == InputChanged && awaitsRequests(p, s.Node, results) {
+				// The dry run gave it today's input, which the requests
+				// upstream will change, or fail to: the run decides once
+				// that input exists, as planOn says.
+				break
+			}
 			// The dry run did it: say why, keeping planOn's notes
 			// ("writes train.jsonl") when planOn has it run.
 			if !s.Runs() {
@@ -109,8 +115,24 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 		case Blocked:
 			s.Decision, s.Notes = res.Decision, nil
 		}
+		if s.Runs() && s.Decision.Action != Block && store != nil {
+			if partial := (&runner{p: p, store: store}).partialInputs(s.Node); partial != nil && partial.Err == nil {
+				s.Notes = append(s.Notes, partial.unlessRetried())
+			}
+		}
 	}
 	return steps
+}
+
+// awaitsRequests reports whether an instance n depends on has requests to
+// make in this run (the dry run's WouldRun).
+func awaitsRequests(p *Pipeline, n *Node, results map[*Node]*Result) bool {
+	for _, up := range p.Ancestors(n.Needs) {
+		if r := results[up]; r != nil && r.Outcome == WouldRun {
+			return true
+		}
+	}
+	return false
 }
 
 // selected keeps the steps of the instances sel runs, with what they need.

@@ -210,6 +210,11 @@ func TestLoad_ValidationErrors(t *testing.T) {
     |              ^`},
 		},
 		{
+			name: "absurd handoff shards are refused with the limit",
+			spec: validBase + "  - name: h\n    uses: handoff\n    needs: [load]\n    with:\n      out: out\n      format: specforge\n      shards: 100000000\n",
+			want: []string{"spec.yaml:16:15: stage h: shards is 100000000; use at most 1024: every shard is a file held open, with a 256 KiB buffer, while a version is written"},
+		},
+		{
 			name: "two merges writing one file",
 			spec: mergeBase + "  - {name: m2, uses: merge, needs: [load], with: {out: ./out.jsonl}}\n",
 			want: []string{"spec.yaml:15:56: stage m2: out ./out.jsonl is also written by stage m (line 10); write it elsewhere"},
@@ -333,5 +338,32 @@ func TestLoad_SecretsNeverPrinted(t *testing.T) {
 	}
 	if got := p.Spec.Redact("calling with key sk-very-secret failed"); strings.Contains(got, "sk-very-secret") {
 		t.Errorf("Redact left the secret in %q", got)
+	}
+}
+
+// TestLoad_MissingEnvFirst: a missing environment variable is listed
+// before the problems that follow from it (a source or an output path
+// that lost its directory), though they come earlier in the file.
+func TestLoad_MissingEnvFirst(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spec.yaml")
+	spec := strings.Replace(mergeBase, "a: {source: a.jsonl}", "a: {source: \"${DATA_DIR}/a.jsonl\"}", 1)
+	spec = strings.Replace(spec, "out: out.jsonl", "out: \"${OUT_DIR}/out.jsonl\"", 1)
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := engine.Load(path, func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatal("spec validated; want an error")
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.ReplaceAll(err.Error(), dir+"/", ""), "\n") {
+		if !strings.HasPrefix(l, "    |") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "spec.yaml:5:16: environment variable DATA_DIR is not set") ||
+		!strings.HasPrefix(lines[1], "spec.yaml:14:13: environment variable OUT_DIR is not set") {
+		t.Errorf("the missing variables are not listed first:\n%s", strings.Join(lines, "\n"))
 	}
 }

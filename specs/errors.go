@@ -28,6 +28,10 @@ type Error struct {
 	Msg string
 	// Snippet is the source line the error points into, if known.
 	Snippet string
+	// Cause marks a problem that others follow from: a missing
+	// environment variable, which every check of a value built from it
+	// then fails on. Causes are listed first.
+	Cause bool
 }
 
 func (e *Error) Error() string {
@@ -50,6 +54,17 @@ func newErrorList(file string, src []byte) *errorList {
 }
 
 func (l *errorList) at(line, col int, format string, args ...any) {
+	l.err = multierror.Append(l.err, l.errorAt(line, col, format, args...))
+}
+
+// cause is at for a problem others follow from (Error.Cause).
+func (l *errorList) cause(line, col int, format string, args ...any) {
+	e := l.errorAt(line, col, format, args...)
+	e.Cause = true
+	l.err = multierror.Append(l.err, e)
+}
+
+func (l *errorList) errorAt(line, col int, format string, args ...any) *Error {
 	if n := len(l.lines); line > n && n > 0 {
 		// YAML places what a file lacks ("---" and nothing more) on the
 		// line after its last: point at the end of the file instead.
@@ -59,7 +74,7 @@ func (l *errorList) at(line, col int, format string, args ...any) {
 	if line >= 1 && line <= len(l.lines) {
 		e.Snippet = strings.ReplaceAll(l.lines[line-1], "\t", " ")
 	}
-	l.err = multierror.Append(l.err, e)
+	return e
 }
 
 // add keeps err, with the line it points into when it names none.

@@ -11,9 +11,10 @@ type LookupEnv func(name string) (string, bool)
 
 // interpolate replaces ${VAR} and ${VAR:-default} in every scalar value of
 // the tree (not in keys), as docker-compose does; $$ is a literal $. Values
-// that came from the environment are remembered as secrets so they can be
-// scrubbed from anything eaglet prints or stores.
-func interpolate(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]bool) {
+// that came from the environment and look secret are remembered, each with
+// its reference, so they can be scrubbed from anything eaglet prints and
+// stored as the reference rather than the value.
+func interpolate(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]string) {
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
@@ -35,7 +36,7 @@ func interpolate(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[st
 	}
 }
 
-func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]bool) string {
+func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]string) string {
 	s := n.Value
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -66,8 +67,12 @@ func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]
 		val, ok := lookup(name)
 		switch {
 		case ok && val != "":
-			if looksSecret(name) {
-				secrets[val] = true
+			if ref := "${" + name + "}"; looksSecret(name) || looksSecretValue(val) {
+				// The same value under two names is stored as one of them,
+				// the same one whatever the order of the spec.
+				if old, ok := secrets[val]; !ok || ref < old {
+					secrets[val] = ref
+				}
 			}
 			b.WriteString(val)
 		case hasDef:
@@ -79,7 +84,7 @@ func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]
 			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
 				col++
 			}
-			errs.at(n.Line, col, "environment variable %s is not set; set it or write ${%s:-default}", name, name)
+			errs.cause(n.Line, col, "environment variable %s is not set; set it or write ${%s:-default}", name, name)
 		}
 		i += end
 	}
@@ -90,10 +95,17 @@ func expand(n *yaml.Node, lookup LookupEnv, errs *errorList, secrets map[string]
 // must never be printed or stored.
 func looksSecret(name string) bool {
 	up := strings.ToUpper(name)
-	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"} {
+	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE"} {
 		if strings.Contains(up, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// looksSecretValue reports whether a value is shaped like an API token
+// whatever the variable carrying it is called: Hugging Face's hf_ and
+// OpenAI-style sk- keys.
+func looksSecretValue(v string) bool {
+	return strings.HasPrefix(v, "hf_") || strings.HasPrefix(v, "sk-")
 }

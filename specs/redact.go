@@ -1,8 +1,10 @@
 package specs
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 
@@ -15,14 +17,85 @@ import (
 // that a key "x" does not turn every "max_tokens" in the log into
 // "ma***_tokens"; a longer one is replaced wherever it appears.
 func (s *Spec) Redact(text string) string {
-	for _, v := range s.secrets {
-		if len(v) >= shortSecret {
-			text = strings.ReplaceAll(text, v, "***")
+	for _, sec := range s.secrets {
+		if len(sec.value) >= shortSecret {
+			text = strings.ReplaceAll(text, sec.value, "***")
 		} else {
-			text = replaceWord(text, v, "***")
+			text = replaceWord(text, sec.value, "***")
 		}
 	}
 	return text
+}
+
+// secret is a value eaglet never prints or stores, and ref what stands for
+// it in what is stored: the ${VAR} it came from, or where the spec wrote it.
+type secret struct {
+	value, ref string
+}
+
+// collectSecrets lists the secrets interpolation found (value to reference)
+// and those known by where they stand: every endpoint's api_key, and the
+// headers whose names say they carry credentials (Authorization,
+// X-Api-Key, Cookie), even when written into the spec as they are. A value
+// written there shorter than shortSecret is the "x" or "EMPTY" a local
+// server takes, not a secret: scrubbed, it would turn every x="12" of the
+// report's drawings into ***="12".
+func collectSecrets(fromEnv map[string]string, endpoints []*Endpoint) []secret {
+	all := map[string]string{}
+	for v, ref := range fromEnv {
+		all[v] = ref
+	}
+	add := func(v, ref string) {
+		if _, ok := all[v]; !ok && len(v) >= shortSecret {
+			all[v] = ref
+		}
+	}
+	for _, ep := range endpoints {
+		add(ep.APIKey, "(api_key of endpoint "+ep.Name+")")
+		for k, v := range ep.Headers {
+			if looksSecret(k) {
+				add(v, "(header "+k+" of endpoint "+ep.Name+")")
+			}
+		}
+	}
+	out := make([]secret, 0, len(all))
+	for v, ref := range all {
+		out = append(out, secret{v, ref})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i].value) != len(out[j].value) {
+			return len(out[i].value) > len(out[j].value)
+		}
+		return out[i].value < out[j].value
+	})
+	return out
+}
+
+// ConcealJSON replaces every secret in a JSON document with its reference
+// (${HF_TOKEN}), in strings and in strings of JSON held by strings (a
+// kind's own fingerprint), so that what is hashed and stored of a
+// configuration names a secret without holding it: a rotated token
+// changes nothing, another variable does. A value shorter than
+// shortSecret is left as it is: such a "key" guards nothing, and as a
+// word it may stand for itself anywhere in a configuration.
+func (s *Spec) ConcealJSON(doc string) string {
+	for _, sec := range s.secrets {
+		if len(sec.value) < shortSecret {
+			continue
+		}
+		v, ref := sec.value, sec.ref
+		for range 2 {
+			v, ref = jsonInner(v), jsonInner(ref)
+			doc = strings.ReplaceAll(doc, v, ref)
+		}
+	}
+	return doc
+}
+
+// jsonInner is s encoded as a JSON string, without its quotes.
+func jsonInner(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 // shortSecret is the length from which a secret is scrubbed even inside a

@@ -64,3 +64,39 @@ func TestSpec_RedactShortSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestSpec_SecretsByPlace: a secret is known by its variable's name, by its
+// value's shape, or by where the spec writes it (api_key, a credential
+// header), and ConcealJSON stores each as its reference.
+func TestSpec_SecretsByPlace(t *testing.T) {
+	src := `version: 1
+name: r
+state: s.db
+endpoints:
+  a:
+    api: openai
+    urls: ["http://h/v1"]
+    api_key: literalkey123
+    headers: {Authorization: "Bearer bearer123", X-Title: eaglet, X-Model: "${MODEL_ARG}", X-Plain: "${PLAIN}"}
+  local: {api: openai, urls: ["http://h/v1"], api_key: x}
+`
+	env := map[string]string{"MODEL_ARG": "hf_byvalue123", "PLAIN": "plainvalue123"}
+	spec, _ := specs.Parse("spec.yaml", []byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if spec == nil {
+		t.Fatal("spec did not parse")
+	}
+	tests := []struct{ name, got, want string }{
+		{"api_key", spec.Redact("key literalkey123"), "key ***"},
+		{"credential header", spec.Redact("Authorization: Bearer bearer123"), "Authorization: ***"},
+		{"a value shaped like a token", spec.Redact("arg hf_byvalue123"), "arg ***"},
+		{"a plain header and variable", spec.Redact("eaglet plainvalue123"), "eaglet plainvalue123"},
+		{"a placeholder key written as it is", spec.Redact(`<rect x="12">`), `<rect x="12">`},
+		{"concealed as references", spec.ConcealJSON(`{"a":"hf_byvalue123 literalkey123","x":"{\"k\":\"hf_byvalue123\"}"}`),
+			`{"a":"${MODEL_ARG} (api_key of endpoint a)","x":"{\"k\":\"${MODEL_ARG}\"}"}`},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -39,8 +38,9 @@ type Spec struct {
 	// StatePos is where `state:` is set, or 1:1 when it is the default.
 	StatePos Pos
 
-	lines   []string
-	secrets []string
+	lines []string
+	// secrets are the values Redact and Conceal hide, longest first.
+	secrets []secret
 	vars    any
 }
 
@@ -164,7 +164,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		errs.node(n, "YAML aliases here expand the spec past %d values (an alias bomb?); write the values out or use fewer aliases", maxExpanded)
 		return nil, errs.result()
 	}
-	secrets := map[string]bool{}
+	secrets := map[string]string{}
 	interpolate(&doc, lookup, errs, secrets)
 
 	var top topLevel
@@ -172,11 +172,6 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 	d.decode(doc.Content[0], reflect.ValueOf(&top).Elem())
 
 	s := &Spec{Path: path, Version: top.Version, Name: top.Name, State: top.State, AllowOutside: top.AllowOutside, lines: errs.lines}
-	for v := range secrets {
-		s.secrets = append(s.secrets, v)
-	}
-	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
-
 	root := doc.Content[0]
 	switch {
 	case top.Version == 0 && valueNode(root, "version") != nil:
@@ -218,6 +213,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		checkDataset(v, n, errs)
 	})
 	s.Endpoints = decodeNamed[Endpoint](d, top.Endpoints, "endpoints", func(v *Endpoint, name string, n *yaml.Node) { v.Name = name; v.node = n })
+	s.secrets = collectSecrets(secrets, s.Endpoints)
 	for _, ds := range s.Datasets {
 		if ds.Source != "" {
 			if _, err := os.Stat(s.Resolve(ds.Source)); err != nil {

@@ -26,8 +26,11 @@ type Plan struct {
 // SavePlan replaces the recorded plan in one short transaction, waiting at
 // most wait for the write lock: plan runs beside runs, and a plan left
 // unrecorded costs less than a run kept waiting. It returns ErrBusy when
-// the wait ran out.
+// the wait ran out, and *DamagedError for a store that fails its check.
 func (s *Store) SavePlan(ctx context.Context, p Plan, wait time.Duration) error {
+	if err := s.checkWritable(); err != nil {
+		return err
+	}
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("record plan: %w", err)

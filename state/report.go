@@ -3,8 +3,12 @@ package state
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // OpenReadOnly opens the store at path for reading only, as `eaglet report`
@@ -17,14 +21,14 @@ func OpenReadOnly(path string) (*Store, error) {
 		return nil, fmt.Errorf("open state %s: no such file; run the spec first", path)
 	}
 	dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path) + "?mode=ro&_busy_timeout=10000"
-	r, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open state %s: %w", path, err)
+	r, v, err := openVersion(dsn)
+	if err != nil && onReadOnlyFS(path) {
+		// WAL needs the -shm file beside the store, which a read-only
+		// file system cannot hold; nothing can write the store there
+		// either, so SQLite may read it as immutable, without one.
+		r, v, err = openVersion(dsn + "&immutable=1")
 	}
-	r.SetMaxOpenConns(4)
-	var v int
-	if err := r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
-		r.Close()
+	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	switch {
@@ -36,6 +40,28 @@ func OpenReadOnly(path string) (*Store, error) {
 		return nil, fmt.Errorf("open state %s: written by an older eaglet (schema %d, this one reads %d); `eaglet status` on the spec upgrades it", path, v, SchemaVersion)
 	}
 	return &Store{path: path, r: r}, nil
+}
+
+// openVersion opens a reader pool at dsn and reads the schema version,
+// which is where SQLite finds out whether it can read the file at all.
+func openVersion(dsn string) (*sql.DB, int, error) {
+	r, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, 0, err
+	}
+	r.SetMaxOpenConns(4)
+	var v int
+	if err := r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		r.Close()
+		return nil, 0, err
+	}
+	return r, v, nil
+}
+
+// onReadOnlyFS reports whether the store at path is on a read-only file
+// system (a mounted snapshot, an archive).
+func onReadOnlyFS(path string) bool {
+	return errors.Is(unix.Access(filepath.Dir(path), unix.W_OK), unix.EROFS)
 }
 
 // The queries below read the answers of request-sending instances (rows

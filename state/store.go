@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
@@ -246,6 +247,9 @@ type Store struct {
 	sortBufs *sortBufs
 	// later batches the checkpoint writes a kill may lose (KeepLater).
 	later *laterWriter
+	// checkOnce runs the integrity check before the first write.
+	checkOnce sync.Once
+	checkErr  error
 }
 
 // Open opens (creating if needed) the store at path and migrates it.
@@ -350,6 +354,15 @@ func (s *Store) migrate() error {
 	if v > SchemaVersion {
 		return fmt.Errorf("%w: schema version %d, this eaglet knows up to %d; upgrade eaglet or use another state path", ErrNewerSchema, v, SchemaVersion)
 	}
+	if v == 0 {
+		if err := s.unversioned(); err != nil {
+			return err
+		}
+	} else if v < SchemaVersion {
+		if err := s.checkWritable(); err != nil {
+			return err
+		}
+	}
 	for ; v < SchemaVersion; v++ {
 		tx, err := s.w.Begin()
 		if err != nil {
@@ -372,7 +385,8 @@ func (s *Store) migrate() error {
 
 // Lock takes the store for one run. It fails with *LockedError naming the
 // holder while another process has it; the lock dies with its process, so
-// a killed run never leaves a stale lock behind.
+// a killed run never leaves a stale lock behind. It fails with
+// *DamagedError when the store does not pass its integrity check.
 func (s *Store) Lock() error {
 	lockPath := s.path + ".lock"
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
@@ -390,7 +404,7 @@ func (s *Store) Lock() error {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	s.lock = f
-	return nil
+	return s.checkWritable()
 }
 
 // Snapshot writes a consistent copy of the store to path (which must not

@@ -59,14 +59,7 @@ func appendLine(path, line string) {
 // a fake extraction per shard (this test binary).
 func handoffSpec(t *testing.T, dir string, maxSamples int) string {
 	t.Helper()
-	data, err := filepath.Abs("../../specs/examples/data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, tok := handoffInputs(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +91,21 @@ stages:
 		t.Fatal(err)
 	}
 	return path
+}
+
+// handoffInputs are the absolute paths of the bundled datasets' directory
+// and of a tokenizer for a handoff to fit its rows with.
+func handoffInputs(t *testing.T) (data, tokenizer string) {
+	t.Helper()
+	data, err := filepath.Abs("../../specs/examples/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenizer, err = filepath.Abs("../../internal/tokenizer/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, tokenizer
 }
 
 func launches(dir string, index int) []int {

@@ -414,3 +414,31 @@ func copiedProject(t *testing.T, absolute bool) {
 		}
 	}
 }
+
+// TestPlan_FileOverFailingRecords: with a server failing records, plan
+// does not promise that merge "will rerun: input changed" when the run
+// then finds failed records and does not write it; it says the rerun
+// waits for its input and what failed records would keep it unwritten.
+func TestPlan_FileOverFailingRecords(t *testing.T) {
+	t.Parallel()
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 60}),
+		Faults: server.Faults{Seed: 5, Error500: 0.3}})
+	dir := t.TempDir()
+	chatPrompts(t, dir, 30, "chat.jsonl")
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte(identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.7")), 0o644)
+	if _, _, errOut := eaglet("run", "--allow-partial", spec); !strings.Contains(errOut, "generate[chat]: ") || !strings.Contains(errOut, "failed") {
+		t.Fatalf("the first run had no failed records to test with:\n%s", errOut)
+	}
+	os.WriteFile(spec, []byte(identitySpec(srv.URL, "  chat: {source: data/chat.jsonl, format: messages}", "0.8")), 0o644)
+	_, out, _ := eaglet("plan", spec)
+	var merge string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "merge ") {
+			merge = l
+		}
+	}
+	if !strings.Contains(merge, "will run if its input changes") || !strings.Contains(merge, "not written if records upstream fail again, as ") {
+		t.Errorf("plan says of merge:\n%s\nwant that it waits for its input, and may not be written", merge)
+	}
+}

@@ -48,6 +48,9 @@ func runReport(ctx context.Context, env *cmdEnv, args []string) error {
 	path := *out
 	if path == "" {
 		path = reportPath(p)
+		if why := unwritable(path); why != "" {
+			return fmt.Errorf("write report %s: %s; pass --out FILE to write it elsewhere", path, why)
+		}
 	}
 	if err := writeReport(ctx, p, store, path); err != nil {
 		return err

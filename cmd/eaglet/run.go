@@ -183,8 +183,10 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 		fmt.Fprintln(w, line)
 	}
 	var todo []string
+	listed := map[string]bool{}
 	for _, r := range rows {
 		if r.Failed > 0 {
+			listed[r.Instance] = true
 			todo = append(todo, fmt.Sprintf("%s: %s failed; `eaglet run %s` retries them", r.Instance, engine.Plural(r.Failed, "record"), spec))
 		}
 		if n := r.Reasons[stages.Skipped.String()+": "+stages.ReasonBudget]; n > 0 {
@@ -193,6 +195,12 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 	}
 	blocked := map[string]bool{}
 	for _, r := range results {
+		if r.Outcome == engine.Errored && !listed[r.Node.ID] {
+			// Its error is printed above; its state may not be readable
+			// (a damaged store), so rows need not show it.
+			todo = append(todo, fmt.Sprintf("%s failed (the error above says why); `eaglet run %s` tries it again", r.Node.ID, spec))
+			continue
+		}
 		var partial *engine.PartialInputError
 		if r.Outcome == engine.Blocked && errors.As(r.Err, &partial) {
 			todo = append(todo, fmt.Sprintf("%s: %s", r.Node.ID, partial))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -83,6 +84,21 @@ func TestPrintSummary_NotWritten(t *testing.T) {
 	want := "summary: 0s wall time\n  left to do:\n" +
 		"    merge: not written: generate[chat] has 20 failed records; run again to retry them, or pass --allow-partial to write what there is\n" +
 		"    1 instance not up to date (handoff not run); `eaglet run spec.yaml` continues\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestPrintSummary_Failed: an instance that failed is left to do even when
+// its state could not be read back (a damaged store gives no rows): the
+// summary never says nothing is left beside a FAILED stage.
+func TestPrintSummary_Failed(t *testing.T) {
+	gen := &engine.Node{ID: "generate[code]"}
+	results := []*engine.Result{{Node: gen, Outcome: engine.Errored, Err: errors.New("database disk image is malformed")}}
+	var b bytes.Buffer
+	printSummary(&b, 0, results, nil, "spec.yaml")
+	want := "summary: 0s wall time\n  left to do:\n" +
+		"    generate[code] failed (the error above says why); `eaglet run spec.yaml` tries it again\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}

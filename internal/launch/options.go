@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -51,9 +52,9 @@ const (
 const defaultGrace = 30 * time.Second
 
 // Check validates the options found under path in the stage's `with:` (for
-// example "run"), returning every problem at once, each a *specs.Error at
-// the value it rejects.
-func (o *Options) Check(st *specs.Stage, path ...string) error {
+// example "run") of a stage of spec, returning every problem at once, each
+// a *specs.Error at the value it rejects.
+func (o *Options) Check(spec *specs.Spec, st *specs.Stage, path ...string) error {
 	var errs *multierror.Error
 	at := func(p ...string) specs.Pos { return st.OptionPos(append(slices.Clone(path), p...)...) }
 	keyAt := func(p ...string) specs.Pos { return st.OptionKeyPos(append(slices.Clone(path), p...)...) }
@@ -102,6 +103,9 @@ func (o *Options) Check(st *specs.Stage, path ...string) error {
 				bad(at("outputs"), "%soutputs %q is not a glob: %v", name, o.Outputs, err)
 			}
 		}
+		if msg := outputsProblem(spec, o.Outputs); msg != "" {
+			bad(at("outputs"), "%soutputs %q %s", name, o.Outputs, msg)
+		}
 	}
 	if o.Concurrency < 0 || o.Concurrency > specs.MaxConcurrency {
 		bad(at("concurrency"), "%sconcurrency is %d; use 1 to %d (default 1)", name, o.Concurrency, specs.MaxConcurrency)
@@ -115,6 +119,44 @@ func (o *Options) Check(st *specs.Stage, path ...string) error {
 		}
 	}
 	return errs.ErrorOrNil()
+}
+
+// inside stands, in outputsProblem, for the spec's directory, where the
+// placeholders naming eaglet's own files point.
+const inside = "/eaglet-spec-dir"
+
+// outputsProblem says what is wrong with an outputs glob that Glob would
+// take, or "": a ** (which matches one directory level, not any number),
+// or files outside the spec's directory that the spec may not reach. The
+// glob is read with {out}, {manifest} and {shard} inside the directory, as
+// the checks of those files make them.
+func outputsProblem(spec *specs.Spec, tmpl string) string {
+	if strings.Contains(tmpl, "**") {
+		return "has **, which a glob here reads as * (one directory level): name each level, as in {out}/hidden_states/*/*.ckpt"
+	}
+	if spec.AllowOutside {
+		return ""
+	}
+	vals := maps.Clone(checkVals)
+	for _, p := range []string{"out", "manifest", "shard"} {
+		vals[p] = inside + "/" + p
+	}
+	g, err := expand(tmpl, vals)
+	if err != nil {
+		return ""
+	}
+	root := inside
+	if filepath.IsAbs(g) && !strings.HasPrefix(g, inside+"/") {
+		if root, err = filepath.Abs(filepath.Dir(spec.Path)); err != nil {
+			return ""
+		}
+	} else if !filepath.IsAbs(g) {
+		g = filepath.Join(inside, g)
+	}
+	if rel, err := filepath.Rel(root, filepath.Clean(g)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	return "reaches outside the spec's directory, where the command's outputs would be counted from files it did not write; keep it inside (under {out}), or set `allow_outside: true` at the top of the spec if this spec may reach there"
 }
 
 // checkVals fills every placeholder, so expand fails only on unknown ones.

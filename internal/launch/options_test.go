@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-multierror"
@@ -29,7 +30,7 @@ func checkSpec(t *testing.T, name string, src []byte) []error {
 		if err := spec.Decode(st.With, &with); err != nil {
 			t.Fatalf("stage %s: %v", st.Name, err)
 		}
-		err := with.Run.Check(st, "run")
+		err := with.Run.Check(spec, st, "run")
 		var me *multierror.Error
 		if errors.As(err, &me) {
 			for _, e := range me.Errors {
@@ -84,6 +85,46 @@ func TestOptions_Check_Valid(t *testing.T) {
 			src := "version: 1\nname: ok\nstages:\n  - name: h\n    uses: handoff\n    with:\n      run: " + tt.run + "\n"
 			if errs := checkSpec(t, "ok.yaml", []byte(src)); len(errs) > 0 {
 				t.Errorf("valid options rejected:\n%s", specs.FormatErrors(errs))
+			}
+		})
+	}
+}
+
+// TestOptions_Check_Outputs: an outputs glob that could not mean what it
+// says (**) or that reaches outside the spec's directory is refused at its
+// line before anything runs, unless the spec allows outside paths.
+func TestOptions_Check_Outputs(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, outputs string
+		allow         bool
+		want          string // "" when valid
+	}{
+		{"under out", "{out}/hs/{version}/*.ckpt", false, ""},
+		{"relative inside", "hs/{index}/*.pt", false, ""},
+		{"beside the shard", "{shard}.pt", false, ""},
+		{"absolute inside", dir + "/hs/{index}.pt", false, ""},
+		{"double star", "{out}/hs/**/*.pt", false, "spec.yaml:7:88: stage h: run.outputs \"{out}/hs/**/*.pt\" has **"},
+		{"double star even when allowed", "{out}/**", true, "has **"},
+		{"absolute outside", "/etc/pass*", false, "spec.yaml:7:88: stage h: run.outputs \"/etc/pass*\" reaches outside the spec's directory"},
+		{"climbing out of out", "{out}/../../../etc/*", false, "reaches outside"},
+		{"relative outside", "../elsewhere/*.pt", false, "reaches outside"},
+		{"outside, allowed", "/data/hs/{index}.pt", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			top := ""
+			if tt.allow {
+				top = "allow_outside: true\n"
+			}
+			src := "version: 1\nname: ok\n" + top + "stages:\n  - name: h\n    uses: handoff\n    with:\n      run: {argv: [x, \"{shard}\", \"{out}/hs/{version}/{index}/pt\", \"{index}\"], outputs: \"" + tt.outputs + "\"}\n"
+			errs := checkSpec(t, filepath.Join(dir, "spec.yaml"), []byte(src))
+			got := specs.FormatErrors(errs)
+			switch {
+			case tt.want == "" && len(errs) > 0:
+				t.Errorf("rejected:\n%s", got)
+			case tt.want != "" && !strings.Contains(got, tt.want):
+				t.Errorf("errors:\n%s\nwant %q", got, tt.want)
 			}
 		})
 	}

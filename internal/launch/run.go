@@ -121,6 +121,10 @@ func (j *Job) launch(ctx context.Context, cp Checkpoints, sh Shard, why string) 
 	if err := rec.save(cp); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", j.Instance, err)
 	}
+	before, err := j.stamps(sh)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = j.Dir
 	cmd.Env = append(append(os.Environ(), env...), tagEnv+"="+rec.Tag)
@@ -136,11 +140,7 @@ func (j *Job) launch(ctx context.Context, cp Checkpoints, sh Shard, why string) 
 	}
 	rec.FinishedAt, rec.Duration = time.Now().Round(0), time.Since(start)
 	if rec.Error == "" && j.Options.Outputs != "" {
-		if rec.Outputs, err = j.outputs(sh); err != nil {
-			rec.Error = err.Error()
-		} else if len(rec.Outputs) == 0 {
-			rec.Error = "exited 0 but nothing matches outputs " + j.Options.Outputs
-		}
+		rec.Outputs, rec.Error = j.written(sh, before)
 	}
 	fmt.Fprintf(logf, "=== eaglet %s: shard %d ended after %s: %s\n", j.Instance, sh.Index, round(rec.Duration), outcome(rec))
 	if err := rec.save(cp); err != nil {
@@ -151,6 +151,55 @@ func (j *Job) launch(ctx context.Context, cp Checkpoints, sh Shard, why string) 
 		return rec, fmt.Errorf("shard %d: %s (log %s)", sh.Index, rec.Error, logPath)
 	}
 	return rec, nil
+}
+
+// stamps are the files the outputs glob of a shard finds, by path, before
+// its command starts: what the command leaves as it was is not its output.
+func (j *Job) stamps(sh Shard) (map[string]os.FileInfo, error) {
+	if j.Options.Outputs == "" {
+		return nil, nil
+	}
+	found, err := j.outputs(sh)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]os.FileInfo, len(found))
+	for _, f := range found {
+		if fi, err := os.Stat(f); err == nil {
+			m[f] = fi
+		}
+	}
+	return m, nil
+}
+
+// written returns the files matching a shard's outputs that its command
+// created or changed since before was taken, or why there are none. A
+// file counts as changed when it is another file (replaced), or its size or
+// modification time differs: the launch's own clock is not compared with
+// the file system's, which stamps files from a coarser one.
+func (j *Job) written(sh Shard, before map[string]os.FileInfo) ([]string, string) {
+	found, err := j.outputs(sh)
+	if err != nil {
+		return nil, err.Error()
+	}
+	var out []string
+	for _, f := range found {
+		fi, err := os.Stat(f)
+		if err != nil {
+			continue
+		}
+		if old, ok := before[f]; ok && os.SameFile(old, fi) && old.Size() == fi.Size() && old.ModTime().Equal(fi.ModTime()) {
+			continue
+		}
+		out = append(out, f)
+	}
+	switch {
+	case len(out) > 0:
+		return out, ""
+	case len(found) > 0:
+		return nil, fmt.Sprintf("exited 0 but wrote nothing that matches outputs %s: the %d file(s) matching were there before it started and it left them unchanged", j.Options.Outputs, len(found))
+	}
+	return nil, "exited 0 but nothing matches outputs " + j.Options.Outputs
 }
 
 // wait waits for a started command and returns why it failed ("" for

@@ -128,6 +128,36 @@ func TestRun_RerunLaunchesOnlyWhatDidNotSucceed(t *testing.T) {
 	}
 }
 
+// TestRun_OutputsMustBeThisLaunchs: a command that exits 0 beside an
+// output file that was already there has not done its shard (/bin/true
+// was recorded "done, 1 outputs"), while one that rewrites its file has,
+// even with the same content.
+func TestRun_OutputsMustBeThisLaunchs(t *testing.T) {
+	f := newFixture(t, 2, map[string]string{"FAKE_NOOUT": "0"})
+	for i, sh := range f.job.Shards {
+		old := filepath.Join(f.dir, "out", fmt.Sprintf("hs_%d_%s.txt", i, sh.Version))
+		if err := os.WriteFile(old, []byte(fmt.Sprintf("%d lines\n", i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		past := time.Now().Add(-time.Hour)
+		os.Chtimes(old, past, past)
+	}
+	statuses, err := Run(context.Background(), f.cp(), f.job)
+	want := "shard 0: exited 0 but wrote nothing that matches outputs out/hs_{index}_{version}.txt: the 1 file(s) matching were there before it started and it left them unchanged"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run = %v; want %q", err, want)
+	}
+	if rec := statuses[0].Record; rec.OK() || len(rec.Outputs) != 0 {
+		t.Errorf("shard 0 that wrote nothing is recorded %+v", rec)
+	}
+	if rec := statuses[1].Record; !rec.OK() || len(rec.Outputs) != 1 {
+		t.Errorf("shard 1 that rewrote its file is recorded %+v", rec)
+	}
+	if due := f.due(t); !reflect.DeepEqual(due, []int{0}) {
+		t.Errorf("Plan would launch %v; want shard 0 again", due)
+	}
+}
+
 func TestRun_ChangedVersionRelaunchesThatShardOnly(t *testing.T) {
 	f := newFixture(t, 3, nil)
 	if _, err := Run(context.Background(), f.cp(), f.job); err != nil {

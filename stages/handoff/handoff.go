@@ -48,7 +48,7 @@ type Options struct {
 	// (OpenAI-shaped conversations).
 	Format string `yaml:"format" default:"speculators" enum:"speculators|specforge|specforge-text|messages" doc:"what a row holds: ids and loss mask, SpecForge's conversations or text, or OpenAI messages"`
 	// Shards splits the rows into this many files balanced by tokens.
-	Shards int `yaml:"shards" default:"1" doc:"files, balanced by tokens"`
+	Shards int `yaml:"shards" default:"1" doc:"files, balanced by tokens (at most 1024)"`
 	// ShuffleSeed orders rows before they are dealt to shards.
 	ShuffleSeed int `yaml:"shuffle_seed" doc:"orders rows before they are dealt to shards"`
 	// MaxLength is the trainer's window in tokens (0: no limit); rows
@@ -125,6 +125,11 @@ func inherit(spec *specs.Spec, st *specs.Stage, o *Options) {
 	}
 }
 
+// MaxShards is the most shards a handoff writes: each is a file open at
+// once with its buffer, so 1,024 hold 256 MiB and a file descriptor each,
+// far more than any trainer's ranks read.
+const MaxShards = 1024
+
 func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	var errs *multierror.Error
 	bad := func(pos specs.Pos, format string, args ...any) {
@@ -136,8 +141,11 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 	if opts.Out == "" {
 		bad(st.OptionPos("out"), "handoff needs `out:` (the directory its versions are written under)")
 	}
-	if n := specs.WithDefaults(opts, st.With).Shards; n < 1 {
+	switch n := specs.WithDefaults(opts, st.With).Shards; {
+	case n < 1:
 		bad(st.OptionPos("shards"), "shards is %d; use 1 or more", n)
+	case n > MaxShards:
+		bad(st.OptionPos("shards"), "shards is %d; use at most %d: every shard is a file held open, with a %d KiB buffer, while a version is written", n, MaxShards, shardBuffer>>10)
 	}
 	if opts.MaxLength < 0 {
 		bad(st.OptionPos("max_length"), "max_length is %d; use 0 (no limit) or more", opts.MaxLength)
@@ -155,7 +163,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		}
 	}
 	if opts.Run != nil {
-		if err := opts.Run.Check(st, "run"); err != nil {
+		if err := opts.Run.Check(spec, st, "run"); err != nil {
 			errs = multierror.Append(errs, err)
 		}
 	}

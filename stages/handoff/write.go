@@ -29,6 +29,9 @@ const (
 	dataDir     = "data"
 )
 
+// shardBuffer is each shard file's write buffer while a version is written.
+const shardBuffer = 256 << 10
+
 // version is a written (or found again) version directory.
 type version struct {
 	dir, rel string
@@ -95,7 +98,7 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 		}
 		defer f.Close()
 		sh := sha256.New()
-		v.shards = append(v.shards, shardFile{Path: dataDir + "/" + name, f: f, h: sh, w: bufio.NewWriterSize(io.MultiWriter(f, sh), 256<<10)})
+		v.shards = append(v.shards, shardFile{Path: dataDir + "/" + name, f: f, h: sh, w: bufio.NewWriterSize(io.MultiWriter(f, sh), shardBuffer)})
 	}
 	err = in.Each(ctx, func(rec *conv.Record) error {
 		rows, err := h.rows(rec, v.manifest)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,9 @@ func (tl *Tally) retried(err error) {
 	tl.Retries[retryKind(err)]++
 }
 
+// jsonOffset is where a JSON decoder says a body broke ("after offset 812").
+var jsonOffset = regexp.MustCompile(` (after|at) offset \d+`)
+
 // retryKind groups failures for people: "http 503", "network: EOF",
 // "network: connection refused", or a message's first words.
 func retryKind(err error) string {
@@ -45,8 +49,13 @@ func retryKind(err error) string {
 	msg := err.Error()
 	if strings.HasPrefix(msg, "post ") || strings.HasPrefix(msg, "read response of ") {
 		// "post URL: dial tcp ADDR: connect: connection refused": the URL
-		// and address vary, the last words say what happened.
-		return "network: " + msg[strings.LastIndex(msg, ": ")+2:]
+		// and address vary, the last words say what happened. A body that
+		// is not JSON says where it broke, which varies too.
+		last := msg[strings.LastIndex(msg, ": ")+2:]
+		if strings.Contains(msg, ": jsontext: ") || strings.Contains(msg, ": json: ") {
+			return "bad response: " + strings.TrimSpace(jsonOffset.ReplaceAllString(last, ""))
+		}
+		return "network: " + last
 	}
 	kind, _, _ := strings.Cut(msg, ":")
 	return kind
