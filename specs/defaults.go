@@ -57,6 +57,11 @@ func parseDefault(t reflect.Type, s string, kind *ExprKind) (reflect.Value, erro
 			return v, err
 		}
 		v.SetBool(b)
+	case reflect.Slice:
+		// A list is written as in a spec: [0, 0.7].
+		if err := yaml.Unmarshal([]byte(s), v.Addr().Interface()); err != nil {
+			return v, err
+		}
 	default:
 		return v, fmt.Errorf("no default for a %s option", t)
 	}
@@ -105,6 +110,8 @@ func fillDefaults(v reflect.Value, s *schema, n *yaml.Node) {
 			p := reflect.New(o.def.Type().Elem())
 			p.Elem().Set(o.def.Elem())
 			f.Set(p)
+		case o.def.Kind() == reflect.Slice:
+			f.Set(reflect.AppendSlice(reflect.MakeSlice(o.def.Type(), 0, o.def.Len()), o.def))
 		default:
 			f.Set(o.def)
 		}

@@ -139,10 +139,6 @@ func ByContext(b Buckets) Dimension {
 // bucket holds the rest.
 type Buckets []int
 
-// DefaultBuckets double from 1k to 32k tokens, around the 2k and 4k
-// contexts drafters are commonly trained at.
-var DefaultBuckets = Buckets{1000, 2000, 4000, 8000, 16000, 32000}
-
 // Index returns the bucket of a context of n tokens.
 func (b Buckets) Index(n int) int {
 	i, _ := slices.BinarySearch(b, n+1)

@@ -54,7 +54,7 @@ func TestBreak_AddsUpToTheTotal(t *testing.T) {
 	}{
 		{ByDataset, []string{"chat", "documents", "tools"}},
 		{ByTurn, []string{"1", "2"}},
-		{ByContext(DefaultBuckets), []string{"0-1k", "8k-16k"}},
+		{ByContext(Buckets{1000, 2000, 4000, 8000, 16000, 32000}), []string{"0-1k", "8k-16k"}},
 		{BySegment, []string{"whole answer", "tool_call"}},
 		{ByDrafter, []string{"drafter-a"}},
 	} {

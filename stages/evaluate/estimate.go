@@ -23,7 +23,7 @@ func (e *Evaluate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 		perRecord = float64(turns) / float64(len(in.Sample))
 	}
 	prompts := int64(float64(in.Records)*perRecord + 0.5)
-	temps := int64(len(e.opts.temperatures()))
+	temps := int64(len(e.opts.Temperatures))
 	var requests, tokens int64
 	var seconds float64
 	for _, s := range e.sides {

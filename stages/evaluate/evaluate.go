@@ -79,12 +79,9 @@ var (
 func (e *Evaluate) Remote() {}
 
 func newEvaluate(inst *stages.Instance, o *Options) (stages.Stage, error) {
-	e := &Evaluate{inst: inst, opts: o, buckets: accept.DefaultBuckets, log: inst.Log, rows: map[sideTemp][]accept.Row{}}
+	e := &Evaluate{inst: inst, opts: o, buckets: accept.Buckets(o.Buckets), log: inst.Log, rows: map[sideTemp][]accept.Row{}}
 	if e.log == nil {
 		e.log = func(string, ...any) {}
-	}
-	if len(o.Buckets) > 0 {
-		e.buckets = accept.Buckets(o.Buckets)
 	}
 	if o.Out != "" {
 		e.out = inst.Spec.Resolve(o.Out)
@@ -172,7 +169,7 @@ func (e *Evaluate) Run(ctx context.Context, in stages.Input, out stages.Output) 
 		return err
 	}
 	for i, s := range e.sides {
-		for _, t := range e.opts.temperatures() {
+		for _, t := range e.opts.Temperatures {
 			if err := e.measure(ctx, i, s, t, prompts); err != nil {
 				return fmt.Errorf("%s at %s: %w", s.name, sampling(t), err)
 			}

@@ -31,7 +31,7 @@ type Options struct {
 	// Baseline is an endpoint serving the target alone.
 	Baseline string `yaml:"baseline" doc:"an endpoint serving the target without a drafter: each drafter's speed-up is measured against it"`
 	// Temperatures are the sampling temperatures each prompt is measured at.
-	Temperatures []float64 `yaml:"temperatures" doc:"each prompt is measured at each; default [0], figures comparable across drafters (add the temperature the drafter will serve at)"`
+	Temperatures []float64 `yaml:"temperatures" default:"[0]" doc:"each prompt is measured at each: 0 gives figures comparable across drafters; add the temperature the drafter will serve at"`
 	// MaxTokens caps each answer.
 	MaxTokens int `yaml:"max_tokens" default:"512" min:"1" doc:"answer length cap; acceptance is measured over the answer"`
 	// Turns chooses the prompts of a record.
@@ -41,7 +41,7 @@ type Options struct {
 	// Group is how many requests a group measured from counters holds.
 	Group int `yaml:"group" default:"8" min:"1" doc:"requests sent together and measured as one from vLLM's counters, of one dataset, turn and context bucket"`
 	// Buckets are the context-length bounds of the breakdown.
-	Buckets []int `yaml:"buckets" doc:"context-length bounds in tokens for the breakdown; default 1000, 2000, 4000, 8000, 16000, 32000"`
+	Buckets []int `yaml:"buckets" default:"[1000, 2000, 4000, 8000, 16000, 32000]" doc:"context-length bounds in tokens for the breakdown, smallest first"`
 	// Tokenizer renders later turns for an endpoint taking token ids.
 	Tokenizer string `yaml:"tokenizer" doc:"the target's model directory, to render each turn with its chat template for an endpoint that takes token ids (api: sglang); the first turn uses the tokenize stage's ids"`
 	// Out is the JSON file of the figures.
@@ -88,14 +88,6 @@ func (o *Options) WritesMoreFiles() []stages.WrittenFile {
 	return []stages.WrittenFile{{Option: []string{"out"}, Path: o.Out, Overwrite: o.Overwrite}}
 }
 
-// temperatures returns the temperatures measured: [0] when none is given.
-func (o *Options) temperatures() []float64 {
-	if len(o.Temperatures) == 0 {
-		return []float64{0}
-	}
-	return o.Temperatures
-}
-
 func check(spec *specs.Spec, st *specs.Stage, o *Options) error {
 	var errs *multierror.Error
 	bad := func(keys []string, format string, args ...any) {
@@ -140,10 +132,16 @@ func check(spec *specs.Spec, st *specs.Stage, o *Options) error {
 			bad([]string{"baseline"}, "baseline %s is drafter %s's endpoint; the baseline serves the target alone", o.Baseline, d)
 		}
 	}
+	if st.Written("temperatures") && len(o.Temperatures) == 0 {
+		bad([]string{"temperatures"}, "temperatures is empty; list at least one (0 gives figures comparable across drafters)")
+	}
 	for _, t := range o.Temperatures {
 		if !(t >= 0 && t <= 2) {
 			bad([]string{"temperatures"}, "temperature %v is out of range; use 0 to 2", t)
 		}
+	}
+	if st.Written("buckets") && len(o.Buckets) == 0 {
+		bad([]string{"buckets"}, "buckets is empty; leave it out for bounds from 1k to 32k tokens")
 	}
 	for i, b := range o.Buckets {
 		if b <= 0 || i > 0 && b <= o.Buckets[i-1] {

@@ -103,7 +103,7 @@ func lines(b accept.Breakdown) []Line {
 // build computes the report from the evaluation's rows.
 func (e *Evaluate) build() Report {
 	rep := Report{Stage: e.inst.ID, Buckets: e.buckets}
-	temps := e.opts.temperatures()
+	temps := e.opts.Temperatures
 	bySide := map[sideTemp]*Side{}
 	for i, s := range e.sides {
 		for _, t := range temps {
