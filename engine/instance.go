@@ -32,6 +32,18 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	spec := p.Spec
 	env := spec.Env(n.Dataset, in)
 	opts := cloneOptions(n.Stage.Options)
+	reads := false
+	_ = walkExprs(reflect.ValueOf(opts), func(e *specs.Expr) error {
+		reads = reads || e.Reads("acceptance")
+		return nil
+	})
+	if reads { // reading every evaluation is for the instances that look
+		acceptance, err := latestAcceptance(store)
+		if err != nil {
+			return nil, err
+		}
+		env["acceptance"] = acceptance
+	}
 	err := walkExprs(reflect.ValueOf(opts), func(e *specs.Expr) error { return e.ResolveOption(env) })
 	if err != nil {
 		return nil, err

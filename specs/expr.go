@@ -314,6 +314,27 @@ type DatasetInfo struct {
 	Weight              float64 `expr:"weight"`
 }
 
+// AcceptanceInfo is the store's latest evaluation of a drafter (the
+// evaluate stage's: the last drafter it measured, at temperature 0 when it
+// measured that), for expressions that aim the next data version where
+// the drafter is weak: `acceptance.dataset[dataset.name]`. Before any
+// evaluation it is zero, with empty maps.
+type AcceptanceInfo struct {
+	// Measured is set once an evaluation is in the store.
+	Measured bool `expr:"measured"`
+	// Drafter is the drafter's name and Sampling the sampling measured.
+	Drafter  string `expr:"drafter"`
+	Sampling string `expr:"sampling"`
+	// Length is the acceptance length over every prompt, and Rate the
+	// acceptance rate.
+	Length float64 `expr:"length"`
+	Rate   float64 `expr:"rate"`
+	// Dataset is the acceptance length by dataset, and Context by context
+	// bucket ("0-1k", "1k-2k", ..., "32k+").
+	Dataset map[string]float64 `expr:"dataset"`
+	Context map[string]float64 `expr:"context"`
+}
+
 // InputInfo describes an instance's input records.
 type InputInfo struct {
 	// Records is the number of records the instance receives.

@@ -477,15 +477,18 @@ func (s *Spec) WithSnippet(err error) error {
 
 // Env returns the environment of instance-level expressions (caps, budgets,
 // concurrency): the spec's vars, the dataset an instance works on (zero for
-// none), what is known of its input, and the endpoints by name. It is a map so that vars keep their
-// own types and a typo in a var name fails to compile.
+// none), what is known of its input, the endpoints by name, and the
+// latest evaluation's acceptance (zero here: the engine sets it from the
+// store). It is a map so that vars keep their own types and a typo in a
+// var name fails to compile.
 func (s *Spec) Env(ds *Dataset, in InputInfo) map[string]any {
 	info := DatasetInfo{}
 	if ds != nil {
 		info = DatasetInfo{Name: ds.Name, Source: ds.Source, Format: ds.Format,
 			EstCompletionTokens: ds.EstCompletionTokens, EstPromptTokens: ds.EstPromptTokens, Weight: ds.Weight}
 	}
-	return map[string]any{"vars": s.vars, "dataset": info, "input": in, "endpoints": endpointsValue(s.Endpoints)}
+	return map[string]any{"vars": s.vars, "dataset": info, "input": in, "endpoints": endpointsValue(s.Endpoints),
+		"acceptance": AcceptanceInfo{Dataset: map[string]float64{}, Context: map[string]float64{}}}
 }
 
 // VarsValue returns the vars as a typed value for expression environments.

@@ -341,3 +341,49 @@ func TestEvaluate_PlanSendsNothing(t *testing.T) {
 		t.Errorf("plan asked the servers %v times", got)
 	}
 }
+
+// TestEvaluate_ClosesTheLoop: the latest evaluation's acceptance is there
+// for the next data version's expressions, by dataset too, and plan shows
+// what it would do with it; before any evaluation it is unmeasured.
+func TestEvaluate_ClosesTheLoop(t *testing.T) {
+	f := newFixture(t, "requests")
+	// Twice the prompts where the drafter accepts less than v2 does over all.
+	capped := f.spec() + `  - name: more
+    uses: cap
+    needs: [load]
+    foreach: datasets
+    with:
+      max_samples: "acceptance.measured ? (acceptance.dataset[dataset.name] < acceptance.length ? 6 : 3) : 1"
+`
+	p, store := enginetest.Open(t, f.dir, capped)
+	records := func() map[string]int {
+		out := map[string]int{}
+		for _, s := range p.Plan(store, engine.Selection{Nodes: enginetest.Stage(t, p, "more", "")}) {
+			if strings.HasPrefix(s.Node.ID, "more[") {
+				out[s.Node.ID] = s.Estimate.Records
+			}
+		}
+		return out
+	}
+	if got := records(); got["more[chat]"] != 1 || got["more[code]"] != 1 {
+		t.Fatalf("before an evaluation: %v; want 1 record each", got)
+	}
+	enginetest.Run(t, p, store, enginetest.Stage(t, p, "evaluate", ""))
+	rep := readReport(t, f.dir)
+	var v2 evaluate.Side
+	for _, s := range rep.Sides {
+		if s.Name == "v2" {
+			v2 = s
+		}
+	}
+	want := map[string]int{}
+	for _, l := range v2.ByDataset {
+		want["more["+l.Label+"]"] = 3
+		if l.AcceptLength < v2.Total.AcceptLength {
+			want["more["+l.Label+"]"] = 6
+		}
+	}
+	if got := records(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after the evaluation (v2 by dataset %+v): plan caps %v; want %v", v2.ByDataset, got, want)
+	}
+}
