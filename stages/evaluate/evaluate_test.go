@@ -353,7 +353,7 @@ func TestEvaluate_ClosesTheLoop(t *testing.T) {
     needs: [load]
     foreach: datasets
     with:
-      max_samples: "acceptance.measured ? (acceptance.dataset[dataset.name] < acceptance.length ? 6 : 3) : 1"
+      max_samples: "!acceptance.measured ? 1 : (acceptance.dataset[dataset.name] ?? 9) < acceptance.length ? 6 : 3"
 `
 	p, store := enginetest.Open(t, f.dir, capped)
 	records := func() map[string]int {
