@@ -1,13 +1,16 @@
 package evaluate_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -33,6 +36,7 @@ type simServer struct {
 	url   string
 	asked atomic.Int64
 	d     sim.Drafter
+	hook  atomic.Pointer[hook]
 }
 
 func serve(t *testing.T, d sim.Drafter) *simServer {
@@ -44,7 +48,10 @@ func serve(t *testing.T, d sim.Drafter) *simServer {
 	ss := &simServer{d: d}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			ss.asked.Add(1)
+			n := ss.asked.Add(1)
+			if h := ss.hook.Load(); h != nil && n >= h.n {
+				h.once.Do(h.fn)
+			}
 		}
 		s.ServeHTTP(w, r)
 	}))
@@ -385,5 +392,81 @@ func TestEvaluate_ClosesTheLoop(t *testing.T) {
 	}
 	if got := records(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the evaluation (v2 by dataset %+v): plan caps %v; want %v", v2.ByDataset, got, want)
+	}
+}
+
+// TestEvaluate_Interrupted: a run stopped midway keeps what it measured;
+// the next run asks only for the rest.
+func TestEvaluate_Interrupted(t *testing.T) {
+	f := newFixture(t, "requests")
+	p, store := enginetest.Open(t, f.dir, f.spec())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := f.v1.stopAfter(5, cancel)
+	defer stop()
+	if _, err := p.Run(ctx, store, engine.RunOptions{Log: io.Discard}); err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	kept, err := store.Evaluations().Rows("evaluate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows of a run stopped early are the stage's, not yet claimed.
+	all := 0
+	for _, s := range []string{"evaluate", ""} {
+		rows, _ := store.Evaluations().Rows(s)
+		all += len(rows)
+	}
+	if all == 0 || all >= 36 {
+		t.Fatalf("the stopped run kept %d rows (%d the stage's); want some of 36", all, len(kept))
+	}
+	before := f.asked()
+	enginetest.Run(t, p, store, nil)
+	got := f.asked()
+	sent := got[0] + got[1] + got[2] - before[0] - before[1] - before[2]
+	if sent != int64(36-all) {
+		t.Errorf("the rerun sent %d requests; %d of 36 were kept, so want %d", sent, all, 36-all)
+	}
+}
+
+// stopAfter calls stop once the server has been asked n times.
+func (s *simServer) stopAfter(n int64, stop func()) func() {
+	s.hook.Store(&hook{n: n, fn: stop})
+	return func() { s.hook.Store(nil) }
+}
+
+type hook struct {
+	n    int64
+	fn   func()
+	once sync.Once
+}
+
+// TestEvaluate_TurnsAll: with turns: all, each assistant turn of a
+// conversation is a prompt from its exact prefix, measured as its turn.
+func TestEvaluate_TurnsAll(t *testing.T) {
+	f := newFixture(t, "requests")
+	f.datasets = []string{"agent"}
+	var b strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"task %d"},{"role":"assistant","content":"step one of %d"},`+
+			`{"role":"user","content":"go on"},{"role":"assistant","content":"done"}]}`+"\n", i, i)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "agent.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := strings.Replace(f.spec(), "      measure: requests\n", "      measure: requests\n      turns: all\n", 1)
+	_, store, results := enginetest.OpenAndRun(t, f.dir, spec)
+	if r := results["evaluate"]; r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	turns := map[int]int{}
+	for _, r := range rowsOf(t, store)["v1"] {
+		turns[r.Turn]++
+	}
+	if turns[1] != 4 || turns[2] != 4 || len(turns) != 2 {
+		t.Errorf("v1's rows by turn: %v; want 4 of turn 1 and 4 of turn 2", turns)
+	}
+	if got := f.v1.asked.Load(); got != 8 {
+		t.Errorf("v1's server was asked %d times; want 8 (2 turns of 4 conversations)", got)
 	}
 }
