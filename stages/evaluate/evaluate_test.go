@@ -89,12 +89,11 @@ func questions(t *testing.T, dir string, n int, datasets ...string) {
 }
 
 type fixture struct {
-	dir               string
-	v1, v2, base      *simServer
-	v1Files, v2Files  string
-	measure, baseline string
-	datasets          []string
-	group, maxTokens  int
+	dir              string
+	v1, v2, base     *simServer
+	measure          string
+	datasets         []string
+	group, maxTokens int
 }
 
 func newFixture(t *testing.T, measure string) *fixture {
@@ -102,8 +101,8 @@ func newFixture(t *testing.T, measure string) *fixture {
 	f := &fixture{dir: dir, measure: measure, datasets: []string{"chat", "code"}, group: 4, maxTokens: 120,
 		v1: serve(t, sim.Drafter{Quality: 0.55, Tokens: 3}), v2: serve(t, sim.Drafter{Quality: 0.85, Tokens: 3}),
 		base: serve(t, sim.Drafter{})}
-	f.v1Files = drafterDir(t, dir, "v1", 0.55)
-	f.v2Files = drafterDir(t, dir, "v2", 0.85)
+	drafterDir(t, dir, "v1", 0.55)
+	drafterDir(t, dir, "v2", 0.85)
 	questions(t, dir, 6, f.datasets...)
 	return f
 }
