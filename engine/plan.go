@@ -77,12 +77,12 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 		case WouldRun:
 			// planOn counted what is left after reuse; the reason is the
 			// dry run's (a changed option, never ran).
-			if res.Decision.Reason != RecordsToDo {
+			if res.Decision.Reason != RecordsToDo && res.Decision.Reason != s.Decision.Reason {
 				then := s.Decision
 				s.Decision = res.Decision
 				s.Decision.Then = &then
 			}
-			if res.Pending < s.Todo && s.Todo > 0 {
+			if s.Mapper && res.Pending < s.Todo && s.Todo > 0 {
 				// Another instance of the run asks for some of these
 				// contents: they are paid for once, there.
 				f := float64(res.Pending) / float64(s.Todo)
