@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -142,7 +143,7 @@ func (r *runner) reportCollapsed(pr *prepared, upstream []string, distinct int, 
 		dropped[fmt.Sprintf("identical to a record of %s (from %s)", c.Into, c.Instance)] += c.N
 		if !r.opts.Dry {
 			pr.inst.Log("%s of %s identical to records of %s, passed on once, as %s's; dedupe before generate to stop asking for them twice",
-				Plural(c.N, "record"), c.Instance, c.Into, c.Into)
+				human.Plural(c.N, "record"), c.Instance, c.Into, c.Into)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
 )
 
@@ -41,7 +42,7 @@ func (e *PartialInputError) Error() string {
 	}
 	parts := make([]string, len(e.Failed))
 	for i, f := range e.Failed {
-		parts[i] = fmt.Sprintf("%s has %s", f.Instance, Plural(f.N, "failed record"))
+		parts[i] = fmt.Sprintf("%s has %s", f.Instance, human.Plural(f.N, "failed record"))
 	}
 	return "not written: " + strings.Join(parts, ", ") + "; run again to retry them, or pass --allow-partial to write what there is"
 }

@@ -127,7 +127,7 @@ func (p *progress) begin(n *Node, total, already, kept int) {
 	p.mu.Unlock()
 	msg := n.ID + ": started"
 	if total > 0 {
-		msg += ", " + Plural(total, "record")
+		msg += ", " + human.Plural(total, "record")
 		if already > 0 {
 			msg += fmt.Sprintf(" (%d already done, %d to go)", already, max(total-already, 0))
 		}
@@ -243,7 +243,7 @@ func (s *nodeProgress) summary() string {
 		}
 	}
 	if s.duplicates > 0 {
-		parts = append(parts, Plural(s.duplicates, "duplicate"))
+		parts = append(parts, human.Plural(s.duplicates, "duplicate"))
 	}
 	if s.completionTokens > 0 {
 		tokens := human.Int(s.completionTokens) + " completion tokens"
@@ -435,13 +435,4 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-// Plural returns n and the noun, with an s unless n is 1: "1 instance",
-// "2 instances". Messages are read by people; "1 instances" reads as a bug.
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/eaglet-dev/eaglet/internal/human"
 )
 
 // The words users read for decisions and outcomes. Everything here renders
@@ -68,7 +70,7 @@ func (d Decision) words() string {
 			if limit == "" {
 				limit = "budget"
 			}
-			return fmt.Sprintf("%s (%s skipped for %s; raise the %s to continue)", Skip, Plural(d.Work.Todo, "record"), limit, limit)
+			return fmt.Sprintf("%s (%s skipped for %s; raise the %s to continue)", Skip, human.Plural(d.Work.Todo, "record"), limit, limit)
 		}
 		return Skip.String()
 	case Wait:
@@ -78,7 +80,7 @@ func (d Decision) words() string {
 		case d.Work.Todo == 0:
 			return "will recheck its input; no new records expected"
 		}
-		return "will run after its input: about " + Plural(d.Work.Todo, "new record")
+		return "will run after its input: about " + human.Plural(d.Work.Todo, "new record")
 	case Block:
 		switch d.Reason {
 		case NeedsBroken:
@@ -117,7 +119,7 @@ func (d Decision) detail() string {
 	case OutputChanged:
 		return d.Output + " is missing or was changed"
 	case RecordsToDo:
-		s := fmt.Sprintf("%d of %s to do", d.Work.Todo, Plural(d.Work.Total, "record"))
+		s := fmt.Sprintf("%d of %s to do", d.Work.Todo, human.Plural(d.Work.Total, "record"))
 		if d.Work.AllReused {
 			// Every record to do has an earlier answer: none is asked,
 			// as "50 of 200 to do" after reuse says elsewhere.
@@ -169,10 +171,10 @@ func (s *Step) Words() string {
 	}
 	var free []string
 	if s.Reused > 0 {
-		free = append(free, Plural(s.Reused, "earlier answer")+" reused")
+		free = append(free, human.Plural(s.Reused, "earlier answer")+" reused")
 	}
 	if s.Shared > 0 {
-		free = append(free, Plural(s.Shared, "prompt")+" asked by another dataset too, sent once")
+		free = append(free, human.Plural(s.Shared, "prompt")+" asked by another dataset too, sent once")
 	}
 	if len(free) > 0 {
 		w += " [" + strings.Join(free, "; ") + "]"

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/internal/human"
 )
 
@@ -60,9 +59,9 @@ func runGC(_ context.Context, env *cmdEnv, args []string) error {
 	if *yes {
 		verb = "deleted"
 	}
-	fmt.Fprintf(env.stdout, "%s %s superseded by changed options (%s)\n", verb, engine.Plural(g.Superseded, "answer"), human.Bytes(g.SupersededB))
-	fmt.Fprintf(env.stdout, "%s %s set aside when their input left (%s)\n", verb, engine.Plural(g.SetAside, "outcome"), human.Bytes(g.SetAsideB))
-	line := fmt.Sprintf("%s %s of instances the spec no longer has (%s)", verb, engine.Plural(g.Orphaned, "outcome"), human.Bytes(g.OrphanedB))
+	fmt.Fprintf(env.stdout, "%s %s superseded by changed options (%s)\n", verb, human.Plural(g.Superseded, "answer"), human.Bytes(g.SupersededB))
+	fmt.Fprintf(env.stdout, "%s %s set aside when their input left (%s)\n", verb, human.Plural(g.SetAside, "outcome"), human.Bytes(g.SetAsideB))
+	line := fmt.Sprintf("%s %s of instances the spec no longer has (%s)", verb, human.Plural(g.Orphaned, "outcome"), human.Bytes(g.OrphanedB))
 	if len(g.OrphanInstances) > 0 {
 		line += ": " + strings.Join(g.OrphanInstances, ", ")
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/human"
 )
 
 func init() {
@@ -46,7 +46,7 @@ func runGraph(_ context.Context, env *cmdEnv, args []string) error {
 			nodes = append(nodes, st.Name)
 			label := st.Name + " (" + st.Uses + ")"
 			if st.Foreach != "" {
-				label += " x" + engine.Plural(len(p.Spec.Datasets), "dataset")
+				label += " x" + human.Plural(len(p.Spec.Datasets), "dataset")
 			}
 			labels[st.Name] = label
 			for _, n := range st.Needs {

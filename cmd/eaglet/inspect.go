@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/dataset"
+	"github.com/eaglet-dev/eaglet/internal/human"
 )
 
 func init() {
@@ -90,7 +90,7 @@ func runInspect(ctx context.Context, env *cmdEnv, args []string) error {
 		if bad == 1 {
 			have = "has"
 		}
-		return &exitError{code: exitFailure, err: fmt.Errorf("%d of %s %s problems", bad, engine.Plural(fs.NArg(), "file"), have)}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%d of %s %s problems", bad, human.Plural(fs.NArg(), "file"), have)}
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func printReport(w io.Writer, rep *inspectReport, maxProblems int) {
 	fmt.Fprintf(w, "  container  %s\n  shape      %s\n", rep.Container, orNone(rep.Shape))
 	fmt.Fprintf(w, "  records    %d loaded, %d bad", rep.Records, rep.BadRows)
 	if rep.Duplicates > 0 {
-		fmt.Fprintf(w, ", %s (load keeps the first)", engine.Plural(rep.Duplicates, "duplicate"))
+		fmt.Fprintf(w, ", %s (load keeps the first)", human.Plural(rep.Duplicates, "duplicate"))
 	}
 	fmt.Fprintln(w)
 	var roles []string
@@ -203,7 +203,7 @@ func printReport(w io.Writer, rep *inspectReport, maxProblems int) {
 	}
 	fmt.Fprintf(w, "  tools      %s\n", orNone(strings.Join(tools, ", ")))
 	fmt.Fprintf(w, "  calls      %s, %s with reasoning, %s with turns awaiting answers\n",
-		engine.Plural(rep.ToolCalls, "tool call"), engine.Plural(rep.Reasoning, "message"), engine.Plural(rep.MultiTurn, "record"))
+		human.Plural(rep.ToolCalls, "tool call"), human.Plural(rep.Reasoning, "message"), human.Plural(rep.MultiTurn, "record"))
 	if len(rep.Problems) > 0 {
 		fmt.Fprintf(w, "  problems   %d\n", len(rep.Problems))
 		for i, p := range rep.Problems {

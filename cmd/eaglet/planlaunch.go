@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/serving/managed"
 )
@@ -49,9 +50,9 @@ func printLaunches(w io.Writer, plans []*managed.Plan) {
 	}
 	fmt.Fprintln(w, "\nlaunches:")
 	for _, lp := range plans {
-		what := fmt.Sprintf("%s of %s", engine.Plural(lp.Replicas, "replica"), lp.Program)
+		what := fmt.Sprintf("%s of %s", human.Plural(lp.Replicas, "replica"), lp.Program)
 		if lp.GPUs > 0 {
-			what += fmt.Sprintf(", %s each", engine.Plural(lp.GPUs, "GPU"))
+			what += fmt.Sprintf(", %s each", human.Plural(lp.GPUs, "GPU"))
 		}
 		parts := []string{what}
 		if lp.Measured {

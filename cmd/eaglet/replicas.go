@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/stages/serving/endpoint"
@@ -53,7 +54,7 @@ func printReplicas(w io.Writer, indent string, figs []managed.Figures) {
 		for _, r := range f.Replicas {
 			s := fmt.Sprintf("%d %s, up %s", r.Replica, r.State, duration(r.UptimeSeconds))
 			if r.Restarts > 0 {
-				s += ", " + engine.Plural(r.Restarts, "restart")
+				s += ", " + human.Plural(r.Restarts, "restart")
 			}
 			reps = append(reps, s)
 		}

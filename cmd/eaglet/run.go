@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
@@ -98,7 +99,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		failed += r.Failed
 	}
 	if failed > 0 {
-		return &exitError{code: exitFailure, err: fmt.Errorf("%s failed (see `eaglet status`); run again to retry them", engine.Plural(failed, "record"))}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s failed (see `eaglet status`); run again to retry them", human.Plural(failed, "record"))}
 	}
 	return nil
 }
@@ -128,12 +129,12 @@ func summarize(w io.Writer, results []*engine.Result) {
 	}
 	upToDate := counts[engine.UpToDate]
 	if upToDate == len(results) {
-		fmt.Fprintf(w, "everything is up to date (%s); nothing to do\n", engine.Plural(upToDate, "instance"))
+		fmt.Fprintf(w, "everything is up to date (%s); nothing to do\n", human.Plural(upToDate, "instance"))
 		return
 	}
 	// Every outcome is named: a run stopped by Ctrl-C ran no instance to
 	// the end, and "0 instances ran" alone hid the three it stopped.
-	parts := []string{engine.Plural(counts[engine.Ran], "instance") + " " + engine.Ran.String()}
+	parts := []string{human.Plural(counts[engine.Ran], "instance") + " " + engine.Ran.String()}
 	for _, o := range []engine.Outcome{engine.Interrupted, engine.Errored, engine.Blocked} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
@@ -171,7 +172,7 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 			line += fmt.Sprintf(", %d of them retries (%s)", n, byCount(retries))
 		}
 		if reused > 0 {
-			line += fmt.Sprintf("; %s reused with no request", engine.Plural(reused, "earlier answer"))
+			line += fmt.Sprintf("; %s reused with no request", human.Plural(reused, "earlier answer"))
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -187,10 +188,10 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 	for _, r := range rows {
 		if r.Failed > 0 {
 			listed[r.Instance] = true
-			todo = append(todo, fmt.Sprintf("%s: %s failed; `eaglet run %s` retries them", r.Instance, engine.Plural(r.Failed, "record"), spec))
+			todo = append(todo, fmt.Sprintf("%s: %s failed; `eaglet run %s` retries them", r.Instance, human.Plural(r.Failed, "record"), spec))
 		}
 		if n := r.Reasons[stages.Skipped.String()+": "+stages.ReasonBudget]; n > 0 {
-			todo = append(todo, fmt.Sprintf("%s: %s skipped for the budget; raise it and run again", r.Instance, engine.Plural(n, "record")))
+			todo = append(todo, fmt.Sprintf("%s: %s skipped for the budget; raise it and run again", r.Instance, human.Plural(n, "record")))
 		}
 	}
 	blocked := map[string]bool{}
@@ -224,7 +225,7 @@ func printSummary(w io.Writer, wall time.Duration, results []*engine.Result, row
 		if len(behind) > most {
 			list += fmt.Sprintf(" and %d more", len(behind)-most)
 		}
-		todo = append(todo, fmt.Sprintf("%s not up to date (%s); `eaglet run %s` continues", engine.Plural(len(behind), "instance"), list, spec))
+		todo = append(todo, fmt.Sprintf("%s not up to date (%s); `eaglet run %s` continues", human.Plural(len(behind), "instance"), list, spec))
 	}
 	if len(todo) == 0 {
 		fmt.Fprintln(w, "  nothing left to do")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
@@ -162,14 +163,14 @@ func printStatus(w io.Writer, p *engine.Pipeline, rows []instanceStatus) {
 			notes = append(notes, "answer lengths "+r.Lengths.line)
 		}
 		if r.Requests > 0 {
-			line := fmt.Sprintf("%s sent", engine.Plural(r.Requests, "request"))
+			line := fmt.Sprintf("%s sent", human.Plural(r.Requests, "request"))
 			if n := sumValues(r.Retries); n > 0 {
 				line += fmt.Sprintf(", %d of them retries (%s)", n, byCount(r.Retries))
 			}
 			notes = append(notes, line)
 		}
 		if r.Duplicates > 0 {
-			notes = append(notes, fmt.Sprintf("%s stored once", engine.Plural(r.Duplicates, "duplicate")))
+			notes = append(notes, fmt.Sprintf("%s stored once", human.Plural(r.Duplicates, "duplicate")))
 		}
 		if r.Copies > 0 {
 			notes = append(notes, fmt.Sprintf("%d extra copies of records passed on more than once (weights)", r.Copies))
@@ -273,7 +274,7 @@ func reasonList(prefix string, m map[string]int) []string {
 		out = append(out, line)
 	}
 	if rest > 0 {
-		out = append(out, fmt.Sprintf("%d more reasons, %s (status --json lists each)", rest, engine.Plural(restN, "record")))
+		out = append(out, fmt.Sprintf("%d more reasons, %s (status --json lists each)", rest, human.Plural(restN, "record")))
 	}
 	return out
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/eaglet-dev/eaglet/engine"
+	"github.com/eaglet-dev/eaglet/internal/human"
 )
 
 func init() {
@@ -35,6 +35,6 @@ func runValidate(_ context.Context, env *cmdEnv, args []string) error {
 		return &exitError{code: exitSpec, err: errors.New("")}
 	}
 	fmt.Fprintf(env.stdout, "%s: ok (%s, %s, %s)\n", a.path,
-		engine.Plural(len(p.Spec.Datasets), "dataset"), engine.Plural(len(p.Spec.Stages), "stage"), engine.Plural(len(p.Nodes), "instance"))
+		human.Plural(len(p.Spec.Datasets), "dataset"), human.Plural(len(p.Spec.Stages), "stage"), human.Plural(len(p.Nodes), "instance"))
 	return nil
 }

@@ -71,3 +71,12 @@ func Bytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// Plural returns n and the noun, with an s unless n is 1: "1 instance",
+// "2 instances". Messages are read by people; "1 instances" reads as a bug.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

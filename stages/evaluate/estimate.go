@@ -36,7 +36,7 @@ func (e *Evaluate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 		}
 	}
 	out.CompletionTokens, out.Seconds, out.Dollars = tokens, seconds, 0
-	out.Note = fmt.Sprintf("measures %s at %s: up to %s requests, %s answer tokens", sides(e), plural(int(temps), "temperature"),
+	out.Note = fmt.Sprintf("measures %s at %s: up to %s requests, %s answer tokens", sides(e), human.Plural(int(temps), "temperature"),
 		human.Int(requests), human.Int(tokens))
 	return out, nil
 }
@@ -54,16 +54,9 @@ func assistantTurns(rec *conv.Record) int {
 
 // sides names what an evaluation measures: "2 drafters and the baseline".
 func sides(e *Evaluate) string {
-	s := plural(len(e.opts.Drafters), "drafter")
+	s := human.Plural(len(e.opts.Drafters), "drafter")
 	if e.opts.Baseline != "" {
 		s += " and the baseline"
 	}
 	return s
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", what)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

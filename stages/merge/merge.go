@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -239,7 +240,7 @@ func (m *Merge) Run(ctx context.Context, in stages.Input, out stages.Output) err
 		err = in.Each(ctx, each)
 	}
 	if err == nil && m.opts.Eval != nil {
-		m.log("eval split: %s held out for %s", plural(held, "record"), m.opts.Eval.Out)
+		m.log("eval split: %s held out for %s", human.Plural(held, "record"), m.opts.Eval.Out)
 	}
 	return err
 }
@@ -257,13 +258,6 @@ func (m *Merge) byKey() bool {
 		}
 	}
 	return true
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Order shuffles: a record's rank is a seeded hash of its key, kept below

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/internal/serve"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
@@ -137,7 +138,7 @@ func (g *Group) Start(ctx context.Context) error {
 func (g *Group) launch(life context.Context, st *start) {
 	began := time.Now()
 	o := g.opts
-	g.logf("launching %s: %s of %s, logs in %s", g.cfg.Name, plural(o.Replicas, "replica"), filepath.Base(o.Argv[0]), g.dir)
+	g.logf("launching %s: %s of %s, logs in %s", g.cfg.Name, human.Plural(o.Replicas, "replica"), filepath.Base(o.Argv[0]), g.dir)
 	cfg := g.cfg
 	if g.Jobs != nil {
 		cfg.Adopt = g.leftovers(life)
@@ -161,7 +162,7 @@ func (g *Group) launch(life context.Context, st *start) {
 	}
 	g.urls = urls
 	took := time.Since(began)
-	g.logf("%s: %s ready in %s at %s", g.cfg.Name, plural(o.Replicas, "replica"), took.Round(time.Millisecond), strings.Join(urls, ", "))
+	g.logf("%s: %s ready in %s at %s", g.cfg.Name, human.Plural(o.Replicas, "replica"), took.Round(time.Millisecond), strings.Join(urls, ", "))
 	g.keep(record{StartUpSeconds: took.Seconds()})
 }
 
@@ -310,9 +311,9 @@ func (g *Group) summary() string {
 		up += r.uptime()
 		restarts += r.restarts
 	}
-	s := fmt.Sprintf("%s up %s in all", plural(len(g.replicas), "replica"), up.Round(time.Second))
+	s := fmt.Sprintf("%s up %s in all", human.Plural(len(g.replicas), "replica"), up.Round(time.Second))
 	if restarts > 0 {
-		s += ", " + plural(restarts, "restart")
+		s += ", " + human.Plural(restarts, "restart")
 	}
 	return s
 }
@@ -328,11 +329,4 @@ func tailLines(r *serve.Replica) string {
 		return ""
 	}
 	return fmt.Sprintf("; last lines of %s:\n    %s", r.Log, strings.Join(lines, "\n    "))
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
