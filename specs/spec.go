@@ -164,6 +164,7 @@ func Parse(path string, src []byte, lookup LookupEnv) (*Spec, error) {
 		errs.node(n, "YAML aliases here expand the spec past %d values (an alias bomb?); write the values out or use fewer aliases", maxExpanded)
 		return nil, errs.result()
 	}
+	mergeKeys(&doc, errs)
 	secrets := map[string]string{}
 	interpolate(&doc, lookup, errs, secrets)
 
