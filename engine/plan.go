@@ -44,6 +44,10 @@ type Step struct {
 	// Err is why the step cannot be planned, in full (a spec error's
 	// source line and caret); the decision keeps its first line.
 	Err error
+	// Figures are what the dry run found when it ran the instance
+	// (dedupe's benchmark prompts and the records each took), as status
+	// will show them.
+	Figures []string
 }
 
 // Runs reports whether the run would do anything with the instance: all
@@ -92,6 +96,10 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 				s.Todo = res.Pending
 			}
 		case Ran:
+			// What the dry run found doing it (the figures it reported).
+			if in, err := scratch.GetInstance(s.Node.ID); err == nil && in != nil {
+				s.Figures = in.Stats.Figures
+			}
 			if res.Decision.Reason == InputChanged && awaitsRequests(p, s.Node, results) {
 				// The dry run gave it today's input, which the requests
 				// upstream will change, or fail to: the run decides once

@@ -115,6 +115,13 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate s
 		}
 	}
 	tw.Flush()
+	// What a stage the plan ran found (dedupe's benchmark prompts and the
+	// records each took), under the table as status shows it.
+	for _, s := range steps {
+		if len(s.Figures) > 0 {
+			fmt.Fprintf(w, "%s:\n    %s\n", s.Node.ID, strings.Join(s.Figures, "\n    "))
+		}
+	}
 	fmt.Fprintln(w)
 	if toRun == 0 {
 		fmt.Fprintln(w, upToDate)

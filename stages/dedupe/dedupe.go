@@ -9,10 +9,12 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/stages"
 )
 
@@ -40,6 +42,8 @@ type Dedupe struct {
 
 	examples []stages.Example
 	flagged  map[string]int
+	// figures name the benchmark prompts that matched the most records.
+	figures []string
 }
 
 var (
@@ -176,6 +180,15 @@ func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) er
 	uf := d.group(ents, sigs)
 
 	d.examples, d.flagged = nil, map[string]int{}
+	items := map[benchRef]*itemHits{}
+	took := func(rec *conv.Record, ref benchRef) {
+		it := items[ref]
+		if it == nil {
+			it = &itemHits{ref: ref, text: d.benchExample("", rec, ref).Text}
+			items[ref] = it
+		}
+		it.records++
+	}
 	shown := map[string]int{}
 	example := func(kind string, ex stages.Example) {
 		if shown[kind] < examplesPerKind {
@@ -197,6 +210,7 @@ func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) er
 			reason := fmt.Sprintf("%s: contaminated (%s)", rec.Dataset, d.bench.files[ref.file])
 			out.Drop(reason)
 			example("contaminated", d.benchExample(reason, rec, ref))
+			took(rec, ref)
 			return nil
 		case root != i-1:
 			s, kind := ents[root], "exact"
@@ -216,13 +230,51 @@ func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) er
 			reason := fmt.Sprintf("%s: contaminated (%s)", rec.Dataset, d.bench.files[ref.file])
 			d.flagged[reason]++
 			example("flagged", d.benchExample(reason, rec, ref))
+			took(rec, ref)
 		}
 		return out.Keep(rec)
 	})
 	if err == nil && i != len(ents) {
 		err = fmt.Errorf("the input changed while dedupe read it (%d records, then %d); run again", len(ents), i)
 	}
+	d.figures = d.itemLines(items)
 	return err
+}
+
+// itemHits is what one benchmark prompt matched: how many records, and
+// the words they share with it.
+type itemHits struct {
+	ref     benchRef
+	records int
+	text    string
+}
+
+// topItems is how many benchmark prompts the lines name.
+const topItems = 5
+
+// itemLines says which benchmark prompts took the most records, so a
+// short prompt matched whole ("What is 2+2?" in 175 chat rows) is seen
+// rather than hidden in a total.
+func (d *Dedupe) itemLines(items map[benchRef]*itemHits) []string {
+	if len(items) == 0 {
+		return nil
+	}
+	all := slices.SortedFunc(maps.Values(items), func(a, b *itemHits) int {
+		return cmp.Or(cmp.Compare(b.records, a.records), cmp.Compare(a.ref.file, b.ref.file), cmp.Compare(a.ref.index, b.ref.index))
+	})
+	verb := "took"
+	if d.flag {
+		verb = "flagged"
+	}
+	lines := []string{fmt.Sprintf("%s of %d matched a record; the most:", human.Plural(len(all), "benchmark prompt"), d.bench.prompts)}
+	for _, it := range all[:min(topItems, len(all))] {
+		line := fmt.Sprintf("  %s %s %s", d.bench.where(it.ref), verb, human.Plural(it.records, "record"))
+		if it.text != "" {
+			line += fmt.Sprintf(" (%q)", it.text)
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // group puts each record in a group with its duplicates: exact copies
@@ -341,7 +393,7 @@ func name(dataset, key string, src conv.Source) string {
 
 // Report keeps the examples and flagged counts for status.
 func (d *Dedupe) Report(s *stages.Report) {
-	s.Examples, s.Flagged = d.examples, d.flagged
+	s.Examples, s.Flagged, s.Figures = d.examples, d.flagged, d.figures
 	if len(s.Flagged) == 0 {
 		s.Flagged = nil
 	}

@@ -3,6 +3,7 @@ package dedupe_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -391,5 +392,53 @@ func TestDedupe_PlanCountsPerDataset(t *testing.T) {
 	}
 	if n := srv.Take(); n != 0 {
 		t.Errorf("plan sent %d requests", n)
+	}
+}
+
+// TestDedupe_NamesTheBenchmarkPromptsThatTook: status says which
+// benchmark prompt took how many records, so a short prompt matched whole
+// is seen, not hidden in a total; the counts add up to the drops.
+func TestDedupe_NamesTheBenchmarkPromptsThatTook(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 20})})
+	dir := setUp(t, srv.URL, "{decontaminate: {benchmarks: [bench.jsonl]}}", false)
+	p, err := engine.Load(filepath.Join(dir, "spec.yaml"), enginetest.NoEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var planned []string
+	for _, s := range p.Plan(nil, engine.Selection{}) {
+		if s.Node.ID == "dedupe" {
+			planned = s.Figures
+		}
+	}
+	_, store, _ := run(t, dir)
+	in, err := store.GetInstance("dedupe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	for reason, n := range in.Stats.Dropped {
+		if strings.Contains(reason, "contaminated") {
+			dropped += n
+		}
+	}
+	lines := in.Stats.Figures
+	if dropped == 0 || len(lines) < 2 || !strings.Contains(lines[0], "matched a record") {
+		t.Fatalf("%d dropped as contaminated; figures %q", dropped, lines)
+	}
+	took := 0
+	for _, l := range lines[1:] {
+		var where string
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "%s took %d", &where, &n); err != nil || !strings.HasPrefix(where, "bench.jsonl:") {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		took += n
+	}
+	if took != dropped {
+		t.Errorf("the benchmark prompts took %d records, the drops say %d:\n%s", took, dropped, strings.Join(lines, "\n"))
+	}
+	if !slices.Equal(planned, lines) {
+		t.Errorf("plan said\n%q\nthe run\n%q", planned, lines)
 	}
 }
