@@ -103,21 +103,22 @@ func (e *Evaluate) measure(ctx context.Context, i int, s *side, t float64, promp
 	}
 	// Which way the side reports decides the rows; a side whose rows are
 	// all stored either way needs no server to tell.
-	var units []unit
-	var have map[string]accept.Row
-	decided := false
-	for _, groups := range e.modes(s) {
-		u := e.units(s, t, prompts, groups)
-		h, err := e.lookUp(u)
-		if err != nil {
+	units, have, err := e.stored(s, t, prompts)
+	if err != nil {
+		return err
+	}
+	if len(have) < len(units) {
+		if err := s.ep.Launch(ctx); err != nil {
 			return err
 		}
-		if len(h) == len(u) || units == nil {
-			units, have, s.groups = u, h, groups
-		}
-		if len(h) == len(u) {
-			decided = true
-			break
+		if !s.known {
+			if s.groups, err = e.reportsCounters(ctx, s); err != nil {
+				return err
+			}
+			s.known = true
+			if units, have, err = e.stored(s, t, prompts); err != nil {
+				return err
+			}
 		}
 	}
 	var todo []unit
@@ -133,20 +134,6 @@ func (e *Evaluate) measure(ctx context.Context, i int, s *side, t float64, promp
 	if len(todo) == 0 {
 		return nil
 	}
-	if err := s.ep.Launch(ctx); err != nil {
-		return err
-	}
-	if !decided && e.opts.Measure == "auto" && len(e.modes(s)) > 1 {
-		groups, err := e.reportsCounters(ctx, s)
-		if err != nil {
-			return err
-		}
-		s.known = true
-		if groups != s.groups {
-			s.groups = groups
-			return e.measure(ctx, i, s, t, prompts)
-		}
-	}
 	e.log("%s at %s: measuring %d of %d %s (%d found in the results table)", s.name, sampling(t), len(todo), len(units),
 		map[bool]string{false: "prompts", true: "groups"}[s.groups], found)
 	if s.groups {
@@ -155,18 +142,39 @@ func (e *Evaluate) measure(ctx context.Context, i int, s *side, t float64, promp
 	return e.measureRequests(ctx, i, s, t, todo)
 }
 
-// modes returns the ways side s may report, the likelier first: per
-// request (SGLang's meta_info) or per group (vLLM's counters).
-func (e *Evaluate) modes(s *side) []bool {
+// stored returns side s's units at t and the rows the results table
+// holds of them. While the side's way of reporting is not known (auto on
+// an openai endpoint: SGLang's meta_info or vLLM's counters), it takes the
+// way whose rows are all stored, if one is, and else per request until
+// the servers tell.
+func (e *Evaluate) stored(s *side, t float64, prompts []prompt) ([]unit, map[string]accept.Row, error) {
 	switch {
 	case s.known:
-		return []bool{s.groups}
 	case e.opts.Measure == "requests", e.opts.Measure == "auto" && s.ep.Spec.API == "sglang":
-		return []bool{false}
+		s.groups, s.known = false, true
 	case e.opts.Measure == "groups":
-		return []bool{true}
+		s.groups, s.known = true, true
 	}
-	return []bool{false, true}
+	modes := []bool{s.groups}
+	if !s.known {
+		modes = []bool{false, true}
+	}
+	var units []unit
+	var have map[string]accept.Row
+	for _, groups := range modes {
+		u := e.units(s, t, prompts, groups)
+		h, err := e.lookUp(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		if units == nil || len(h) == len(u) {
+			units, have, s.groups = u, h, groups
+		}
+		if len(h) == len(u) {
+			break
+		}
+	}
+	return units, have, nil
 }
 
 // reportsCounters reports whether side s's servers export vLLM's
