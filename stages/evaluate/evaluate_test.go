@@ -476,3 +476,32 @@ func TestEvaluate_TurnsAll(t *testing.T) {
 		t.Errorf("v1's server was asked %d times; want 8 (2 turns of 4 conversations)", got)
 	}
 }
+
+// TestEvaluate_AutoAfterRequests: rows stored per request for some of the
+// prompts do not mix into an evaluation that auto then reads per group
+// (the servers export vLLM's counters): it holds each prompt once.
+func TestEvaluate_AutoAfterRequests(t *testing.T) {
+	f := newFixture(t, "requests")
+	f.datasets = []string{"chat"}
+	f.run(t) // half the prompts stored per request
+	f.datasets, f.measure = []string{"chat", "code"}, "auto"
+	rows := f.run(t)
+	for _, name := range []string{"v1", "v2"} {
+		requests := 0
+		for _, r := range rows[name] {
+			if !strings.HasPrefix(r.Prompt, "group ") {
+				t.Fatalf("%s: row %+v measured per request in an evaluation read per group", name, r)
+			}
+			requests += r.Requests
+		}
+		if requests != 12 {
+			t.Errorf("%s: rows of %d requests; want each of the 12 prompts once", name, requests)
+		}
+	}
+	rep := readReport(t, f.dir)
+	for _, s := range rep.Sides {
+		if s.Total.Requests != 12 {
+			t.Errorf("%s: the report counts %d requests; want 12", s.Name, s.Total.Requests)
+		}
+	}
+}
