@@ -33,6 +33,9 @@ type Input struct {
 	// Launched are the endpoints whose servers eaglet launched, as the
 	// last run that launched them left them.
 	Launched []Launched
+	// Evaluations are the evaluate stages' options the report needs,
+	// by instance; a stage left out gets the defaults.
+	Evaluations map[string]Evaluation
 }
 
 // Launched is what the servers eaglet launched for one endpoint did.
@@ -98,6 +101,9 @@ type Page struct {
 	PlanHead []string
 	// Launched is the table of the launched endpoints' replicas.
 	Launched []Launched
+	// Acceptance is the drafters' figures, an evaluate stage and sampling
+	// each; empty without an evaluation.
+	Acceptance []Acceptance
 }
 
 // Fact is one figure of the summary.
@@ -150,6 +156,9 @@ func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
 		sections = append([]Section{all.section("all", "all datasets", outcomes.of(in.Instances, ""))}, sections...)
 	}
 	p.Sections = sections
+	if p.Acceptance, err = acceptance(st, in); err != nil {
+		return nil, err
+	}
 	p.Summary = summary(in, gens, outcomes, &all)
 	limits, err := budgetLimits(gens, outcomes)
 	if err != nil {
