@@ -1,8 +1,9 @@
 // Package report builds eaglet's HTML report of a run from its state
-// store: length histograms, outcomes, throughput over time, budget burn and
-// a sample of the records to browse, as one self-contained page (inline SVG,
-// a little inline JS, nothing fetched). It only reads the store, in short
-// queries, so it can run beside the run that writes it.
+// store: length histograms, outcomes, throughput over time, budget burn,
+// drafters' acceptance and a sample of the records to browse, as one
+// self-contained page (inline SVG, a little inline JS, nothing fetched).
+// It only reads the store, in short queries, so it can run beside the run
+// that writes it.
 package report
 
 import (
