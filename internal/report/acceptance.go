@@ -12,7 +12,7 @@ import (
 // Evaluation is what the report needs to know of an evaluate stage's
 // options to recompute the figures the stage itself reports.
 type Evaluation struct {
-	// Buckets are the stage's context-length bounds (DefaultBuckets when
+	// Buckets are the stage's context-length bounds (defaultBuckets when
 	// nil).
 	Buckets accept.Buckets
 	// Drafters names the drafters in the spec's order: each is compared
@@ -22,9 +22,9 @@ type Evaluation struct {
 	Seed uint64
 }
 
-// DefaultBuckets are the evaluate stage's default context-length bounds,
+// defaultBuckets are the evaluate stage's default context-length bounds,
 // for an evaluation whose stage is no longer in the spec.
-var DefaultBuckets = accept.Buckets{1000, 2000, 4000, 8000, 16000, 32000}
+var defaultBuckets = accept.Buckets{1000, 2000, 4000, 8000, 16000, 32000}
 
 // Acceptance is one evaluate stage's figures at one sampling.
 type Acceptance struct {
@@ -69,7 +69,7 @@ func acceptance(st *state.Store, in Input) ([]Acceptance, error) {
 		}
 		ev := in.Evaluations[stage]
 		if ev.Buckets == nil {
-			ev.Buckets = DefaultBuckets
+			ev.Buckets = defaultBuckets
 		}
 		for _, s := range bySampling(rows) {
 			out = append(out, acceptanceOf(stage, s.label, sidesOf(s.rows, ev.Drafters), ev))
