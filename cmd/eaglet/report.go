@@ -17,6 +17,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/specs"
 	"github.com/eaglet-dev/eaglet/stages"
+	"github.com/eaglet-dev/eaglet/stages/evaluate"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -85,11 +86,27 @@ func reportInput(p *engine.Pipeline, store *state.Store, live bool) (report.Inpu
 		if o, ok := n.Stage.Options.(stages.Budgeted); ok {
 			i.Budget = budgetOf(p, n, o.BudgetLimits())
 		}
+		if o, ok := n.Stage.Options.(*evaluate.Options); ok {
+			if in.Evaluations == nil {
+				in.Evaluations = map[string]report.Evaluation{}
+			}
+			in.Evaluations[n.ID] = evaluationOf(o)
+		}
 		in.Instances = append(in.Instances, i)
 	}
 	figs, err := launchedFigures(p, store, time.Time{})
 	in.Launched = reportLaunched(figs)
 	return in, err
+}
+
+// evaluationOf is what the report recomputes an evaluate stage's figures
+// with: its buckets, its drafters' order and its bootstrap's seed.
+func evaluationOf(o *evaluate.Options) report.Evaluation {
+	ev := report.Evaluation{Buckets: o.Buckets, Seed: uint64(o.Seed)}
+	for _, d := range o.Drafters {
+		ev.Drafters = append(ev.Drafters, d.Name)
+	}
+	return ev
 }
 
 // budgetOf gives the report an instance's budget, its limits evaluated

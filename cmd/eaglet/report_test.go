@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	stdhtml "html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -278,5 +280,75 @@ func TestPlan_RecordsForTheReport(t *testing.T) {
 	}
 	if again := last(); !again.Made.Equal(first.Made) {
 		t.Errorf("a plan made beside a run replaced the one before it")
+	}
+}
+
+// TestReport_Evaluation runs the evaluate example (two drafters and the
+// baseline, each server launched in turn) and checks that the report's
+// Drafter acceptance section, recomputed from the store's rows with the
+// stage's own buckets, order and seed, shows the figures the stage wrote
+// to its JSON file.
+func TestReport_Evaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds eaglet, whose sim-servers the spec launches")
+	}
+	out := t.TempDir()
+	vars := map[string]string{"EAGLET": buildEaglet(t), "OUT": out}
+	var stdout, stderr bytes.Buffer
+	env := &cmdEnv{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] },
+		lookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
+	spec := "../../specs/examples/evaluate.yaml"
+	if code := runMain(env, []string{"run", "--allow-outside", spec}); code != exitOK {
+		t.Fatalf("run exited %d:\n%s", code, stderr.String())
+	}
+	page := filepath.Join(out, "r.html")
+	if code := runMain(env, []string{"report", "--allow-outside", "--out", page, spec}); code != exitOK {
+		t.Fatalf("report exited %d:\n%s", code, stderr.String())
+	}
+	html := stdhtml.UnescapeString(readFile(page))
+	var rep struct {
+		Drafters []struct {
+			Name, Drafter, Sampling string
+			Total                   struct {
+				AcceptLength float64 `json:"acceptance_length"`
+			}
+		}
+		Comparisons []struct {
+			A, B, Sampling, Figure string
+			Value, Low, High       float64
+		}
+	}
+	if err := json.Unmarshal([]byte(readFile(filepath.Join(out, "evaluation.json"))), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Drafters) != 6 || len(rep.Comparisons) != 6 {
+		t.Fatalf("evaluation.json has %d sides and %d comparisons; want 6 each (3 sides and 3 comparisons, 2 samplings)", len(rep.Drafters), len(rep.Comparisons))
+	}
+	section := func(sampling string) string {
+		_, s, _ := strings.Cut(html, `data-stage="evaluate" data-sampling="`+sampling+`"`)
+		s, _, _ = strings.Cut(s, `<div class="acceptance"`)
+		return s
+	}
+	for _, d := range rep.Drafters {
+		if d.Drafter == "" {
+			continue
+		}
+		if want := fmt.Sprintf(`<tr data-side="%s"><th>%s</th><td>%.2f</td>`, d.Name, d.Name, d.Total.AcceptLength); !strings.Contains(section(d.Sampling), want) {
+			t.Errorf("%s at %s: the report has no %s", d.Name, d.Sampling, want)
+		}
+	}
+	for _, c := range rep.Comparisons {
+		want := fmt.Sprintf(`<td>%+.2f</td><td>95%%: %+.2f to %+.2f</td>`, c.Value, c.Low, c.High)
+		if c.Figure == "speed_up" {
+			want = fmt.Sprintf(`<td>%.2fx</td><td>95%%: %.2fx to %.2fx</td>`, c.Value, c.Low, c.High)
+		}
+		if !strings.Contains(section(c.Sampling), `<tr data-a="`+c.A+`" data-b="`+c.B+`">`) || !strings.Contains(section(c.Sampling), want) {
+			t.Errorf("%s against %s at %s: the report has no %s", c.B, c.A, c.Sampling, want)
+		}
+	}
+	for _, chart := range []string{`data-chart="accept-dataset-evaluate-temperature=0"`, `data-chart="accept-context-evaluate-temperature=0.7"`} {
+		if !strings.Contains(html, chart) {
+			t.Errorf("the report has no %s", chart)
+		}
 	}
 }

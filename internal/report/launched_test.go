@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +26,7 @@ func TestBuild_Launched(t *testing.T) {
 		}},
 	} {
 		in.Launched = tc.launched
-		p, err := Build(context.Background(), st, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := p.Render(&buf); err != nil {
-			t.Fatal(err)
-		}
-		html := buf.String()
+		html := renderPage(t, st, in)
 		if got := strings.Contains(html, `id="launched"`); got != (tc.want != nil) {
 			t.Errorf("%s: launched section shown: %v", tc.name, got)
 		}

@@ -1,8 +1,9 @@
 // Package report builds eaglet's HTML report of a run from its state
-// store: length histograms, outcomes, throughput over time, budget burn and
-// a sample of the records to browse, as one self-contained page (inline SVG,
-// a little inline JS, nothing fetched). It only reads the store, in short
-// queries, so it can run beside the run that writes it.
+// store: length histograms, outcomes, throughput over time, budget burn,
+// drafters' acceptance and a sample of the records to browse, as one
+// self-contained page (inline SVG, a little inline JS, nothing fetched).
+// It only reads the store, in short queries, so it can run beside the run
+// that writes it.
 package report
 
 import (
@@ -33,6 +34,9 @@ type Input struct {
 	// Launched are the endpoints whose servers eaglet launched, as the
 	// last run that launched them left them.
 	Launched []Launched
+	// Evaluations are the evaluate stages' options the report needs,
+	// by instance; a stage left out gets the defaults.
+	Evaluations map[string]Evaluation
 }
 
 // Launched is what the servers eaglet launched for one endpoint did.
@@ -98,6 +102,9 @@ type Page struct {
 	PlanHead []string
 	// Launched is the table of the launched endpoints' replicas.
 	Launched []Launched
+	// Acceptance is the drafters' figures, an evaluate stage and sampling
+	// each; empty without an evaluation.
+	Acceptance []Acceptance
 }
 
 // Fact is one figure of the summary.
@@ -150,6 +157,9 @@ func Build(ctx context.Context, st *state.Store, in Input) (*Page, error) {
 		sections = append([]Section{all.section("all", "all datasets", outcomes.of(in.Instances, ""))}, sections...)
 	}
 	p.Sections = sections
+	if p.Acceptance, err = acceptance(st, in); err != nil {
+		return nil, err
+	}
 	p.Summary = summary(in, gens, outcomes, &all)
 	limits, err := budgetLimits(gens, outcomes)
 	if err != nil {

@@ -244,3 +244,61 @@ func axisLabel(v float64, format string) string {
 	}
 	return fmt.Sprintf(format, v)
 }
+
+// barSeries is one series of a grouped bar chart: a bar per category.
+type barSeries struct {
+	Name string
+	Bars []groupedBar
+}
+
+// groupedBar is one bar of a grouped bar chart. Tokens and Verify are the
+// counts its ratio Value is taken of, carried on the bar so that a reader
+// of the page can check that a breakdown adds up to its total.
+type groupedBar struct {
+	Value          float64
+	Tokens, Verify int
+}
+
+// groupedChart draws a group of vertical bars per category, a bar per
+// series in the palette's colours, with a legend of the series.
+func groupedChart(id, what, xTitle, yTitle string, cats []string, ss []barSeries) Chart {
+	c := Chart{ID: id, Title: what}
+	top := 0.0
+	for _, sr := range ss {
+		for _, b := range sr.Bars {
+			top = math.Max(top, b.Value)
+		}
+	}
+	if len(cats) == 0 || top == 0 {
+		c.Note = "no drafter measured yet"
+		return c
+	}
+	var s svgBuilder
+	legendH := 16 * ((len(ss) + 1) / 2)
+	s.f(`<svg class="chart" data-chart="%s" data-bars="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, esc(id), len(cats)*len(ss), chartW, chartH+legendH, esc(what))
+	gw := float64(plotW) / float64(len(cats))
+	bw := gw * 0.8 / float64(len(ss))
+	for i, cat := range cats {
+		x0 := padL + float64(i)*gw + gw*0.1
+		for k, sr := range ss {
+			b := sr.Bars[i]
+			bh := float64(plotH) * b.Value / top
+			s.f(`<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" style="fill:%s" data-label="%s" data-series="%s" data-value="%.4f" data-tokens="%d" data-verify="%d"><title>%s, %s: %.2f</title></rect>`,
+				x0+float64(k)*bw, padT+plotH-bh, math.Max(bw-1, 0.5), bh, palette[k%len(palette)], palette[k%len(palette)],
+				esc(cat), esc(sr.Name), b.Value, b.Tokens, b.Verify, esc(sr.Name), esc(cat), b.Value)
+		}
+		s.f(`<text class="axis-label x" x="%.1f" y="%d" text-anchor="middle">%s</text>`, padL+(float64(i)+0.5)*gw, padT+plotH+14, esc(ellipsis(cat, int(gw/6)+1)))
+	}
+	axes(&s)
+	yLabels(&s, top, "%.2f")
+	s.f(`<text class="axis-title x" x="%d" y="%d" text-anchor="middle">%s</text>`, padL+plotW/2, chartH-6, esc(xTitle))
+	s.f(`<text class="axis-title y" x="12" y="%d" text-anchor="middle" transform="rotate(-90 12 %d)">%s</text>`, padT+plotH/2, padT+plotH/2, esc(yTitle))
+	for k, sr := range ss {
+		lx, ly := padL+(k%2)*plotW/2, chartH+4+16*(k/2)
+		s.f(`<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text class="legend" x="%d" y="%d">%s</text>`,
+			lx, ly, palette[k%len(palette)], lx+14, ly+9, esc(ellipsis(sr.Name, 38)))
+	}
+	s.f(`</svg>`)
+	c.SVG = template.HTML(s.String())
+	return c
+}
