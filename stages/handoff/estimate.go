@@ -36,7 +36,7 @@ func (h *Handoff) hiddenStates(tokens int64) *hiddenEst {
 		}
 	}
 	if e.HiddenSize == 0 && h.opts.Tokenizer != "" {
-		e.HiddenSize = configHiddenSize(h.spec.Resolve(h.opts.Tokenizer))
+		e.HiddenSize = readModelConfig(h.spec.Resolve(h.opts.Tokenizer)).HiddenSize
 	}
 	if e.HiddenSize == 0 {
 		return nil
@@ -48,23 +48,27 @@ func (h *Handoff) hiddenStates(tokens int64) *hiddenEst {
 	return e
 }
 
-// configHiddenSize reads hidden_size from a model directory's config.json
-// (or its text_config, for multimodal models); 0 when there is none.
-func configHiddenSize(dir string) int {
+// modelConfig is what handoff reads of a model directory's config.json.
+type modelConfig struct {
+	HiddenSize int `json:"hidden_size"`
+	VocabSize  int `json:"vocab_size"`
+}
+
+// readModelConfig reads config.json in a model directory, or its
+// text_config for multimodal models; zeros when there is none.
+func readModelConfig(dir string) modelConfig {
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
-		return 0
+		return modelConfig{}
 	}
 	var cfg struct {
-		HiddenSize int `json:"hidden_size"`
-		TextConfig struct {
-			HiddenSize int `json:"hidden_size"`
-		} `json:"text_config"`
+		modelConfig
+		TextConfig modelConfig `json:"text_config"`
 	}
 	if json.Unmarshal(b, &cfg) != nil {
-		return 0
+		return modelConfig{}
 	}
-	return max(cfg.HiddenSize, cfg.TextConfig.HiddenSize)
+	return modelConfig{HiddenSize: max(cfg.HiddenSize, cfg.TextConfig.HiddenSize), VocabSize: max(cfg.VocabSize, cfg.TextConfig.VocabSize)}
 }
 
 // Estimate passes the records on as about one row each (more with

@@ -68,6 +68,9 @@ type Options struct {
 	Date               string         `yaml:"date" doc:"default: the tokenize stage's upstream"`
 	// HiddenStates sizes what extraction will write, for plan.
 	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-" doc:"{hidden_size, layers, bytes, tokens_per_second}: for plan's disk and time; hidden_size defaults to the model's config.json"`
+	// DraftVocab writes the drafter's reduced vocabulary beside the
+	// manifest (see vocab.go).
+	DraftVocab *DraftVocab `yaml:"draft_vocab" doc:"{size, target_size}: write d2t.npy, t2d.npy and token_freq.json for a draft vocabulary of the size most supervised ids; target_size defaults to the model's config.json vocab_size"`
 	// Run launches hidden-state extraction per shard once a version is
 	// written (see internal/launch).
 	Run *launch.Options `yaml:"run" doc:"launch hidden-state extraction per shard once a version is written"`
@@ -192,6 +195,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 			bad(st.OptionPos("date"), "%v", err)
 		}
 	}
+	checkDraftVocab(spec, opts, bad, st)
 	return errs.ErrorOrNil()
 }
 
@@ -403,6 +407,9 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 	}
 	h.inst.Log("wrote %s: %d rows, %d tokens (%d supervised) in %d shards%s", v.rel, v.rows, v.tokens, v.supervised, len(v.shards), v.reused)
 	m := v.manifest
+	if m.DraftVocab != nil {
+		h.inst.Log("draft vocabulary: %s", m.DraftVocab)
+	}
 	h.flagged = nil
 	for reason, n := range map[string]int{
 		"context another length than the server counted":          m.PromptCheck[promptMismatch],
