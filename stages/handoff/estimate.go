@@ -77,6 +77,10 @@ func (h *Handoff) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	out := in
 	tokens := in.PromptTokens + in.CompletionTokens
 	out.Note = fmt.Sprintf("writes %s/v-<content>/ in %d shards, format %s", h.opts.Out, h.opts.Shards, h.opts.Format)
+	if dv := h.opts.DraftVocab; dv != nil {
+		// Its coverage is the dry run's figure, once the rows exist.
+		out.Note += fmt.Sprintf(", a draft vocabulary of %d of %d ids", dv.Size, dv.TargetSize)
+	}
 	if e := h.hiddenStates(tokens); e != nil {
 		out.Note += fmt.Sprintf("; hidden states ≈ %s (%d tokens × %d × %d layers × %d bytes)", human.Bytes(e.DiskBytes), tokens, e.HiddenSize, e.Layers, e.Bytes)
 		if e.Seconds > 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eaglet-dev/eaglet/engine"
 	"github.com/eaglet-dev/eaglet/engine/enginetest"
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
@@ -96,7 +97,8 @@ stages:
   - {name: generate, uses: generate, needs: [tokenize], foreach: datasets, with: {max_tokens: 300}}
   - {name: handoff, uses: handoff, needs: [generate], with: {out: out, shards: 2, draft_vocab: {size: %d}}}
 `, url, model, size)
-	enginetest.OpenAndRun(t, dir, spec)
+	_, first, _ := enginetest.OpenAndRun(t, dir, spec)
+	first.Close() // the plan below opens the store again
 	version := filepath.Join(dir, "out", "current")
 
 	// The consumer's rule, over the rows as the trainer reads them.
@@ -199,6 +201,26 @@ stages:
 	}
 	if dv.Coverage <= 0 || dv.Coverage >= 1 {
 		t.Errorf("coverage %v; want a share strictly between 0 and 1 with more distinct ids than the vocabulary", dv.Coverage)
+	}
+	// Plan knows the coverage of another size from the rows: its dry run
+	// judges them as Finish will.
+	p, store := enginetest.Open(t, dir, strings.Replace(spec, fmt.Sprintf("size: %d", size), "size: 16", 1))
+	var covered16 int64
+	for _, id := range ids[:16] {
+		covered16 += freq[id]
+	}
+	want := fmt.Sprintf("draft vocabulary: 16 of 151936 ids, covering %.2f%% of %d supervised tokens", 100*float64(covered16)/float64(supervisedTokens), supervisedTokens)
+	planned := false
+	for _, st := range p.Plan(store, engine.Selection{}) {
+		if st.Node.ID == "handoff" {
+			planned = true
+			if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+				t.Errorf("plan's handoff notes %q; want %q", st.Notes, want)
+			}
+		}
+	}
+	if !planned {
+		t.Error("plan has no handoff step")
 	}
 	card, err := os.ReadFile(filepath.Join(version, "README.md"))
 	if err != nil {
