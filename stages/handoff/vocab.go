@@ -41,6 +41,8 @@ func checkDraftVocab(spec *specs.Spec, o *Options, bad func(specs.Pos, string, .
 		}
 	}
 	switch {
+	case !st.Written("draft_vocab", "size"):
+		bad(st.OptionPos("draft_vocab"), "draft_vocab needs `size:`, the ids the drafter keeps (32000 is usual)")
 	case dv.Size < 1:
 		bad(st.OptionPos("draft_vocab", "size"), "draft_vocab size is %d; use 1 or more (32000 is usual)", dv.Size)
 	case dv.TargetSize > 0 && dv.Size >= dv.TargetSize:

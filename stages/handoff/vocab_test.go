@@ -244,6 +244,7 @@ func TestCheck_DraftVocab(t *testing.T) {
 		{"whole target", fmt.Sprintf("tokenizer: %q\n      draft_vocab: {size: 151936}", model), 13, "not below the target's 151936 ids"},
 		{"zero target", fmt.Sprintf("tokenizer: %q\n      draft_vocab: {size: 8, target_size: 0}", model), 13, "target_size is 0"},
 		{"no config.json", fmt.Sprintf("tokenizer: %q\n      draft_vocab: {size: 8}", bare), 13, "has no config.json with vocab_size"},
+		{"no size", fmt.Sprintf("tokenizer: %q\n      draft_vocab: {target_size: 100}", model), 13, "draft_vocab needs `size:`"},
 		{"no tokenizer", "format: messages\n      draft_vocab: {size: 8, target_size: 100}", 13, "needs the target's tokenizer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
