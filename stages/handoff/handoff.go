@@ -196,7 +196,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 			bad(st.OptionPos("date"), "%v", err)
 		}
 	}
-	checkDraftVocab(spec, opts, bad, st)
+	checkDraftVocab(spec, st, opts, bad)
 	return errs.ErrorOrNil()
 }
 

@@ -21,7 +21,7 @@ type DraftVocab struct {
 
 // checkDraftVocab validates draft_vocab and fills target_size from the
 // model's config.json when left out; bad reports each problem.
-func checkDraftVocab(spec *specs.Spec, o *Options, bad func(specs.Pos, string, ...any), st *specs.Stage) {
+func checkDraftVocab(spec *specs.Spec, st *specs.Stage, o *Options, bad func(specs.Pos, string, ...any)) {
 	dv := o.DraftVocab
 	if dv == nil {
 		return
