@@ -111,7 +111,7 @@ func (r *runner) runBatch(ctx context.Context, pr *prepared, st stages.Batch, up
 		return r.fail(n, err)
 	}
 	r.prog.finish(n, "")
-	return &Result{Node: n, Outcome: Ran, Processed: out.count, Decision: d, Requests: stats.Requests}
+	return &Result{Node: n, Outcome: Ran, Processed: out.count, Decision: d, Requests: stats.Requests, Figures: stats.Figures}
 }
 
 // reportCollapsed counts, as drops by reason, the records of one need that

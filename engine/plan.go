@@ -112,6 +112,10 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 				s.Notes = nil
 			}
 			s.Decision = res.Decision
+			if !awaitsRequests(p, s.Node, results) {
+				// Else they measure an input the requests will change.
+				s.Notes = append(s.Notes, res.Figures...)
+			}
 			if w := s.Decision.Work; w != nil && res.Reused > 0 && res.Reused == res.Processed && s.Decision.Reason == RecordsToDo {
 				all := *w
 				all.AllReused = true

@@ -91,6 +91,9 @@ type Result struct {
 	// got from a server (reused ones excluded), and Dollars what they cost.
 	PromptTokens, CompletionTokens int64
 	Dollars                        float64
+	// Figures are what a batch stage measured of its run (stages.Report),
+	// which plan shows beside the estimate when its dry run did the work.
+	Figures []string
 	// Err is why it failed or was blocked: an *UnfinishedError or a
 	// *PartialInputError for the latter.
 	Err error

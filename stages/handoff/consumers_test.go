@@ -665,7 +665,7 @@ func handoffRows(t *testing.T, tmpl *chat.Template, format string, recs []*conv.
 	m := &Manifest{Datasets: map[string]*DatasetCount{}}
 	var lines [][]byte
 	for _, rec := range recs {
-		rows, err := h.rows(rec, m)
+		rows, err := h.rows(rec, m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func (h *Handoff) hiddenStates(tokens int64) *hiddenEst {
 		}
 	}
 	if e.HiddenSize == 0 && h.opts.Tokenizer != "" {
-		e.HiddenSize = configHiddenSize(h.spec.Resolve(h.opts.Tokenizer))
+		e.HiddenSize = readModelConfig(h.spec.Resolve(h.opts.Tokenizer)).HiddenSize
 	}
 	if e.HiddenSize == 0 {
 		return nil
@@ -48,23 +48,27 @@ func (h *Handoff) hiddenStates(tokens int64) *hiddenEst {
 	return e
 }
 
-// configHiddenSize reads hidden_size from a model directory's config.json
-// (or its text_config, for multimodal models); 0 when there is none.
-func configHiddenSize(dir string) int {
+// modelConfig is what handoff reads of a model directory's config.json.
+type modelConfig struct {
+	HiddenSize int `json:"hidden_size"`
+	VocabSize  int `json:"vocab_size"`
+}
+
+// readModelConfig reads config.json in a model directory, or its
+// text_config for multimodal models; zeros when there is none.
+func readModelConfig(dir string) modelConfig {
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
-		return 0
+		return modelConfig{}
 	}
 	var cfg struct {
-		HiddenSize int `json:"hidden_size"`
-		TextConfig struct {
-			HiddenSize int `json:"hidden_size"`
-		} `json:"text_config"`
+		modelConfig
+		TextConfig modelConfig `json:"text_config"`
 	}
 	if json.Unmarshal(b, &cfg) != nil {
-		return 0
+		return modelConfig{}
 	}
-	return max(cfg.HiddenSize, cfg.TextConfig.HiddenSize)
+	return modelConfig{HiddenSize: max(cfg.HiddenSize, cfg.TextConfig.HiddenSize), VocabSize: max(cfg.VocabSize, cfg.TextConfig.VocabSize)}
 }
 
 // Estimate passes the records on as about one row each (more with
@@ -73,6 +77,10 @@ func (h *Handoff) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	out := in
 	tokens := in.PromptTokens + in.CompletionTokens
 	out.Note = fmt.Sprintf("writes %s/v-<content>/ in %d shards, format %s", h.opts.Out, h.opts.Shards, h.opts.Format)
+	if dv := h.opts.DraftVocab; dv != nil {
+		// Its coverage is the dry run's figure, once the rows exist.
+		out.Note += fmt.Sprintf(", a draft vocabulary of %d of %d ids", dv.Size, dv.TargetSize)
+	}
 	if e := h.hiddenStates(tokens); e != nil {
 		out.Note += fmt.Sprintf("; hidden states ≈ %s (%d tokens × %d × %d layers × %d bytes)", human.Bytes(e.DiskBytes), tokens, e.HiddenSize, e.Layers, e.Bytes)
 		if e.Seconds > 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/draftvocab"
 	"github.com/eaglet-dev/eaglet/internal/launch"
 	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
@@ -68,6 +69,9 @@ type Options struct {
 	Date               string         `yaml:"date" doc:"default: the tokenize stage's upstream"`
 	// HiddenStates sizes what extraction will write, for plan.
 	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-" doc:"{hidden_size, layers, bytes, tokens_per_second}: for plan's disk and time; hidden_size defaults to the model's config.json"`
+	// DraftVocab writes the drafter's reduced vocabulary beside the
+	// manifest (see vocab.go).
+	DraftVocab *DraftVocab `yaml:"draft_vocab" doc:"{size, target_size}: write d2t.npy, t2d.npy and token_freq.json for a draft vocabulary of the size most supervised ids; target_size defaults to the model's config.json vocab_size"`
 	// Run launches hidden-state extraction per shard once a version is
 	// written (see internal/launch).
 	Run *launch.Options `yaml:"run" doc:"launch hidden-state extraction per shard once a version is written"`
@@ -192,6 +196,7 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 			bad(st.OptionPos("date"), "%v", err)
 		}
 	}
+	checkDraftVocab(spec, st, opts, bad)
 	return errs.ErrorOrNil()
 }
 
@@ -217,6 +222,9 @@ type Handoff struct {
 	runDrops []drop
 	genOnce  sync.Once
 	gen      genInfo
+	// vocab is the draft vocabulary of the rows Run kept, then of those
+	// Finish wrote, for Report.
+	vocab *vocabInfo
 }
 
 var (
@@ -299,23 +307,44 @@ func (h *Handoff) Run(ctx context.Context, in stages.Input, out stages.Output) e
 	if err := h.Start(); err != nil {
 		return err
 	}
-	h.runDrops = nil
-	return in.Each(ctx, func(rec *conv.Record) error {
+	h.runDrops, h.vocab = nil, nil
+	// With a draft vocabulary every turn is judged, not only up to the
+	// first row of a record, so that plan knows the coverage Finish will
+	// write.
+	var counts draftvocab.Counts
+	if h.opts.DraftVocab != nil {
+		counts = draftvocab.Counts{}
+	}
+	err := in.Each(ctx, func(rec *conv.Record) error {
 		turns := answers(rec)
-		reason := "no answer of the target"
+		reason, kept := "no answer of the target", false
 		for _, t := range turns {
-			_, r, err := h.judge(rec, t)
+			tk, r, err := h.judge(rec, t)
 			if err != nil {
 				return fmt.Errorf("record %s (%s): %w", rec.Key, rec.Dataset, err)
 			}
-			if reason = r; r == "" {
-				return out.Keep(rec)
+			if r != "" {
+				reason = r
+				continue
 			}
+			kept = true
+			if counts == nil {
+				break
+			}
+			counts.Add(tk.ids, tk.mask)
+		}
+		if kept {
+			return out.Keep(rec)
 		}
 		out.Drop(reason)
 		h.runDrops = append(h.runDrops, drop{rec.Dataset, reason, len(turns)})
 		return nil
 	})
+	if err != nil || counts == nil {
+		return err
+	}
+	_, h.vocab, err = buildVocab(h.opts.DraftVocab, counts)
+	return err
 }
 
 // firstLine is s up to its first newline.
@@ -403,6 +432,9 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 	}
 	h.inst.Log("wrote %s: %d rows, %d tokens (%d supervised) in %d shards%s", v.rel, v.rows, v.tokens, v.supervised, len(v.shards), v.reused)
 	m := v.manifest
+	if h.vocab = m.DraftVocab; h.vocab != nil {
+		h.inst.Log("draft vocabulary: %s", h.vocab)
+	}
 	h.flagged = nil
 	for reason, n := range map[string]int{
 		"context another length than the server counted":          m.PromptCheck[promptMismatch],
@@ -466,12 +498,16 @@ func (h *Handoff) launch(ctx context.Context, v *version) error {
 	return err
 }
 
-// Report names the manifest, so a deleted version is written again, and
+// Report names the manifest, so a deleted version is written again,
 // counts the rows that are not exactly what the server read and wrote, so
-// status and the summary say so beside the log's warnings.
+// status and the summary say so beside the log's warnings, and says what
+// the draft vocabulary covers (in plan too, from the dry run's Run).
 func (h *Handoff) Report(s *stages.Report) {
 	if h.stamp != "" {
 		s.Output, s.OutputHash = h.manifestPath, h.stamp
 	}
 	s.Flagged = h.flagged
+	if h.vocab != nil {
+		s.Figures = append(s.Figures, "draft vocabulary: "+h.vocab.String())
+	}
 }

@@ -41,6 +41,7 @@ type Manifest struct {
 	Tokenizer         *Identity  `json:"tokenizer,omitempty"`
 	Generation        genInfo    `json:"generation"`
 	HiddenState       *hiddenEst `json:"hidden_states,omitempty"`
+	DraftVocab        *vocabInfo `json:"draft_vocab,omitempty"`
 }
 
 // Identity names the tokenizer and chat template the ids were made with.
@@ -212,6 +213,9 @@ func dataCard(m *Manifest) string {
 	}
 	if t := m.Tokenizer; t != nil {
 		fmt.Fprintf(&b, "- Tokenizer: `%s` (files sha256 %s), chat template sha256 %s\n", t.Path, t.FilesSHA, t.ChatTemplateSHA)
+	}
+	if d := m.DraftVocab; d != nil {
+		fmt.Fprintf(&b, "- Draft vocabulary: %s\n", d)
 	}
 	if len(m.Generation.Sampling) > 0 {
 		sb, _ := json.Marshal(m.Generation.Sampling)

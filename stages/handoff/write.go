@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/eaglet-dev/eaglet/internal/conv"
+	"github.com/eaglet-dev/eaglet/internal/draftvocab"
 	"github.com/eaglet-dev/eaglet/internal/outfile"
 	"github.com/eaglet-dev/eaglet/stages"
 )
@@ -43,6 +44,9 @@ type version struct {
 	supervised int64
 	reused     string // a note when an identical version existed
 	manifest   *Manifest
+	// counts are the supervised ids of the rows written, when the
+	// handoff writes a draft vocabulary.
+	counts draftvocab.Counts
 }
 
 // shardFile is one data file being written.
@@ -83,6 +87,9 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 		return nil, err
 	}
 	v := &version{manifest: h.newManifest()}
+	if h.opts.DraftVocab != nil {
+		v.counts = draftvocab.Counts{}
+	}
 	for _, d := range h.runDrops {
 		ds := v.manifest.dataset(d.dataset)
 		ds.Records++
@@ -101,7 +108,7 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 		v.shards = append(v.shards, shardFile{Path: dataDir + "/" + name, f: f, h: sh, w: bufio.NewWriterSize(io.MultiWriter(f, sh), shardBuffer)})
 	}
 	err = in.Each(ctx, func(rec *conv.Record) error {
-		rows, err := h.rows(rec, v.manifest)
+		rows, err := h.rows(rec, v.manifest, v.counts)
 		if err != nil {
 			return fmt.Errorf("record %s (%s): %w", rec.Key, rec.Dataset, err)
 		}
@@ -121,6 +128,11 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 	}
 	whole := sha256.New()
 	fmt.Fprintf(whole, "eaglet handoff %s %d\n", h.opts.Format, n)
+	if dv := h.opts.DraftVocab; dv != nil {
+		// Files of the version beside its shards: another vocabulary is
+		// another version, never one rewritten in place.
+		fmt.Fprintf(whole, "draft_vocab %d of %d\n", dv.Size, dv.TargetSize)
+	}
 	for i := range v.shards {
 		s := &v.shards[i]
 		if err := s.w.Flush(); err != nil {
@@ -142,9 +154,20 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 	m.Version, m.Shards = v.hash, v.shards
 	m.Rows, m.Tokens, m.SupervisedTokens = v.rows, v.tokens, v.supervised
 	m.HiddenState = h.hiddenStates(v.tokens)
+	var vocab *draftvocab.Mapping
+	if v.counts != nil {
+		if vocab, m.DraftVocab, err = buildVocab(h.opts.DraftVocab, v.counts); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := os.Stat(v.dir); err == nil {
 		v.reused = "; unchanged, version " + v.rel + " kept"
 	} else {
+		if vocab != nil {
+			if err := draftvocab.Write(tmp, vocab, v.counts); err != nil {
+				return nil, fmt.Errorf("draft_vocab: %w", err)
+			}
+		}
 		if err := writeJSON(filepath.Join(tmp, "manifest.json"), m); err != nil {
 			return nil, err
 		}
@@ -233,7 +256,7 @@ type row struct {
 
 // rows builds a record's rows in the handoff's format, counting in m what
 // became of each turn.
-func (h *Handoff) rows(rec *conv.Record, m *Manifest) ([]row, error) {
+func (h *Handoff) rows(rec *conv.Record, m *Manifest, counts draftvocab.Counts) ([]row, error) {
 	ds := m.dataset(rec.Dataset)
 	ds.Records++
 	var out []row
@@ -254,6 +277,9 @@ func (h *Handoff) rows(rec *conv.Record, m *Manifest) ([]row, error) {
 		if tk != nil {
 			// Per row written, as the warnings about them say.
 			m.count(tk)
+			if counts != nil {
+				counts.Add(tk.ids, tk.mask)
+			}
 		}
 		ds.Rows++
 		ds.Tokens += int64(r.tokens)
