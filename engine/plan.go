@@ -96,10 +96,6 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 				s.Todo = res.Pending
 			}
 		case Ran:
-			// What the dry run found doing it (the figures it reported).
-			if in, err := scratch.GetInstance(s.Node.ID); err == nil && in != nil {
-				s.Figures = in.Stats.Figures
-			}
 			if res.Decision.Reason == InputChanged && awaitsRequests(p, s.Node, results) {
 				// The dry run gave it today's input, which the requests
 				// upstream will change, or fail to: the run decides once
@@ -114,7 +110,7 @@ func (p *Pipeline) Plan(store *state.Store, sel Selection) []*Step {
 			s.Decision = res.Decision
 			if !awaitsRequests(p, s.Node, results) {
 				// Else they measure an input the requests will change.
-				s.Notes = append(s.Notes, res.Figures...)
+				s.Figures = res.Figures
 			}
 			if w := s.Decision.Work; w != nil && res.Reused > 0 && res.Reused == res.Processed && s.Decision.Reason == RecordsToDo {
 				all := *w

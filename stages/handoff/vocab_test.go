@@ -214,8 +214,8 @@ stages:
 	for _, st := range p.Plan(store, engine.Selection{}) {
 		if st.Node.ID == "handoff" {
 			planned = true
-			if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
-				t.Errorf("plan's handoff notes %q; want %q", st.Notes, want)
+			if !slices.ContainsFunc(st.Figures, func(n string) bool { return strings.HasPrefix(n, want) }) {
+				t.Errorf("plan's handoff figures %q; want %q", st.Figures, want)
 			}
 		}
 	}
