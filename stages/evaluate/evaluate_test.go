@@ -505,3 +505,48 @@ func TestEvaluate_AutoAfterRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluate_SGLangGenerate: over SGLang's native /generate (token ids
+// from the tokenize stage) each row is one request's meta_info, and the
+// rows of a drafter sum to what its server counted over all of them.
+func TestEvaluate_SGLangGenerate(t *testing.T) {
+	f := newFixture(t, "auto")
+	qwen3, err := filepath.Abs("../../internal/tokenizer/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := f.spec()
+	spec = strings.ReplaceAll(spec, "{api: openai, urls: [\""+f.v1.url+"/v1\"]", "{api: sglang, urls: [\""+f.v1.url+"\"]")
+	spec = strings.ReplaceAll(spec, "{api: openai, urls: [\""+f.v2.url+"/v1\"]", "{api: sglang, urls: [\""+f.v2.url+"\"]")
+	spec = strings.ReplaceAll(spec, "{api: openai, urls: [\""+f.base.url+"/v1\"]", "{api: sglang, urls: [\""+f.base.url+"\"]")
+	spec = strings.Replace(spec, "    needs: [load]\n    with:\n      drafters:",
+		"    needs: [tok]\n    with:\n      drafters:", 1)
+	spec = strings.Replace(spec, "  - name: evaluate\n",
+		"  - {name: tok, uses: tokenize, needs: [load], foreach: datasets, with: {tokenizer: "+qwen3+"}}\n  - name: evaluate\n", 1)
+	if strings.Count(spec, "api: sglang") != 3 || !strings.Contains(spec, "needs: [tok]") {
+		t.Fatalf("the spec is not over /generate:\n%s", spec)
+	}
+	_, store, results := enginetest.OpenAndRun(t, f.dir, spec)
+	if r := results["evaluate"]; r == nil || r.Err != nil {
+		t.Fatalf("evaluate: %+v", r)
+	}
+	rows := rowsOf(t, store)
+	for name, srv := range map[string]*simServer{"v1": f.v1, "v2": f.v2} {
+		var sum accept.Counters
+		for _, r := range rows[name] {
+			if r.Requests != 1 || !r.Counted || r.Verify == 0 || r.ContextTokens == 0 {
+				t.Fatalf("%s: row %+v; want one request's figures", name, r)
+			}
+			sum.Drafts += r.Verify
+			sum.Accepted += r.Accepted
+			sum.DraftTokens += r.Drafted
+		}
+		got, err := accept.Scrape(t.Context(), http.DefaultClient, srv.url+"/metrics", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows[name]) != 12 || got.Drafts != sum.Drafts || got.Accepted != sum.Accepted || got.DraftTokens != sum.DraftTokens {
+			t.Errorf("%s: %d rows summing to %+v; the server counted %+v", name, len(rows[name]), sum, got)
+		}
+	}
+}
