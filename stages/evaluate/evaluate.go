@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
+
 	"github.com/eaglet-dev/eaglet/internal/accept"
 	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer/chat"
@@ -168,13 +170,24 @@ func (e *Evaluate) Run(ctx context.Context, in stages.Input, out stages.Output) 
 	if err != nil {
 		return err
 	}
+	// A side that fails (its server will not start, or answers nothing)
+	// does not keep the others from being measured; what was measured is
+	// kept, and the next run asks only for the rest.
+	var errs *multierror.Error
 	for i, s := range e.sides {
 		for _, t := range e.opts.Temperatures {
 			if err := e.measure(ctx, i, s, t, prompts); err != nil {
-				return fmt.Errorf("%s at %s: %w", s.name, sampling(t), err)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				errs = multierror.Append(errs, fmt.Errorf("%s at %s: %w", s.name, sampling(t), err))
+				break
 			}
 		}
 		e.release(s)
+	}
+	if err := errs.ErrorOrNil(); err != nil {
+		return err
 	}
 	return e.finish(ctx)
 }

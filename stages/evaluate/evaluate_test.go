@@ -550,3 +550,42 @@ func TestEvaluate_SGLangGenerate(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluate_OneSideDown: a drafter whose server answers nothing fails
+// the stage, naming it, while the other sides are measured and kept; once
+// it answers, the next run asks only for its prompts.
+func TestEvaluate_OneSideDown(t *testing.T) {
+	f := newFixture(t, "requests")
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	defer down.Close()
+	good := f.v1.url
+	f.v1.url = down.URL
+	p, store := enginetest.Open(t, f.dir, f.spec())
+	results, _ := p.Run(context.Background(), store, engine.RunOptions{Log: io.Discard})
+	var failed error
+	for _, r := range results {
+		if r.Node.ID == "evaluate" {
+			failed = r.Err
+		}
+	}
+	if failed == nil || !strings.Contains(failed.Error(), "v1 at temperature=0") {
+		t.Fatalf("evaluate with v1's server down: %v; want a failure naming v1", failed)
+	}
+	var kept int
+	for _, s := range []string{"evaluate"} {
+		rows, _ := store.Evaluations().Rows(s)
+		kept = len(rows)
+	}
+	if kept != 24 {
+		t.Errorf("%d rows kept; want the baseline's and v2's 24", kept)
+	}
+	f.v1.url = good
+	before := f.asked()
+	f.run(t)
+	got := f.asked()
+	if got[0]-before[0] != 12 || got[1] != before[1] || got[2] != before[2] {
+		t.Errorf("the rerun asked %v more; want only v1's 12", [3]int64{got[0] - before[0], got[1] - before[1], got[2] - before[2]})
+	}
+}
