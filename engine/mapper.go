@@ -15,7 +15,7 @@ import (
 
 const (
 	commitEvery = 1024
-	commitAfter = 200 * time.Millisecond
+	commitAfter = 100 * time.Millisecond
 )
 
 type job struct {
@@ -343,45 +343,92 @@ type runCounts struct {
 	digest *state.Digester
 }
 
-// commitLoop stores outcomes in batches, by count or by age, whichever
-// comes first, so a crash loses at most one small batch of finished work.
+// commitLoop stores outcomes in batches as they arrive, so a crash loses
+// only the answers in flight and those received in the last commitAfter,
+// plus the commit under way. A batch is sealed when its oldest outcome is
+// commitAfter old or it holds commitEvery; it is written by a goroutine of
+// its own, so outcomes keep arriving while a commit runs and the next
+// batch is whatever came in meanwhile (group commit): a slow commit then
+// delays the next by its own length, not by another window. Receiving
+// pauses only when a full batch waits for the commit under way, which
+// bounds memory when the store is slower than the answers.
 func (r *runner) commitLoop(n *Node, results <-chan outcome) (c runCounts, err error) {
-	var batch []state.Item
-	tick := time.NewTicker(commitAfter)
-	defer tick.Stop()
-	flush := func() {
-		if len(batch) == 0 || err != nil {
-			batch = batch[:0]
+	var (
+		batch   []state.Item
+		due     bool // the batch is sealed: commit it as soon as the writer is free
+		writing []state.Item
+		timer   = time.NewTimer(commitAfter)
+		todo    = make(chan []state.Item)
+		done    = make(chan error)
+	)
+	timer.Stop()
+	defer timer.Stop()
+	go func() {
+		for b := range todo {
+			done <- r.store.Commit(n.ID, b)
+		}
+	}()
+	defer close(todo)
+	start := func() {
+		if writing != nil || len(batch) == 0 {
 			return
 		}
-		err = r.store.Commit(n.ID, batch)
-		if err == nil {
-			r.flights.forget(batch)
-			for _, it := range batch {
-				r.prog.add(n, it)
-			}
+		if err != nil {
+			batch, due = batch[:0], false // a failed store takes no more
+			return
 		}
-		batch = batch[:0]
+		writing, batch, due = batch, nil, false
+		timer.Stop()
+		todo <- writing
 	}
-	for {
+	in := results
+	for in != nil || writing != nil || len(batch) > 0 {
+		// A full batch waiting for the writer stops the receiving.
+		recv := in
+		if writing != nil && len(batch) >= commitEvery {
+			recv = nil
+		}
 		select {
-		case o, ok := <-results:
+		case o, ok := <-recv:
 			if !ok {
-				flush()
-				return c, err
+				in, due = nil, true
+				start()
+				continue
 			}
 			if o.err != nil {
 				continue // interrupted before it ran; left for the next run
 			}
 			c.add(o.item)
+			if len(batch) == 0 && !due {
+				timer.Reset(commitAfter)
+			}
 			batch = append(batch, o.item)
 			if len(batch) >= commitEvery {
-				flush()
+				due = true
 			}
-		case <-tick.C:
-			flush()
+			if due {
+				start()
+			}
+		case <-timer.C:
+			due = true
+			start()
+		case werr := <-done:
+			if werr != nil && err == nil {
+				err = werr
+			}
+			if werr == nil {
+				r.flights.forget(writing)
+				for _, it := range writing {
+					r.prog.add(n, it)
+				}
+			}
+			writing = nil
+			if due || in == nil {
+				start()
+			}
 		}
 	}
+	return c, err
 }
 
 func (c *runCounts) add(it state.Item) {
