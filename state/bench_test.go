@@ -31,20 +31,24 @@ func BenchmarkCommit(b *testing.B) {
 			data := []byte(`{"messages":[{"role":"user","content":"` + strings.Repeat("x", size-64) + `"}]}`)
 			batch := make([]Item, 0, 256)
 			b.SetBytes(int64(len(data)))
+			var slowest time.Duration // a kill loses the commit under way
 			for i := 0; b.Loop(); i++ {
 				sum := sha256.Sum256(fmt.Appendf(nil, "record %d", i))
 				key := hex.EncodeToString(sum[:16])
 				batch = append(batch, Item{Key: key, FP: "fp", InHash: key, OutHash: key, Data: data, CompletionTokens: 500})
 				if len(batch) == cap(batch) {
+					t0 := time.Now()
 					if err := s.Commit("generate[d]", batch); err != nil {
 						b.Fatal(err)
 					}
+					slowest = max(slowest, time.Since(t0))
 					batch = batch[:0]
 				}
 			}
 			if err := s.Commit("generate[d]", batch); err != nil {
 				b.Fatal(err)
 			}
+			b.ReportMetric(float64(slowest.Microseconds())/1000, "max-commit-ms")
 		})
 	}
 }
@@ -68,6 +72,7 @@ func BenchmarkCommit_AnswerBatches(b *testing.B) {
 			fp := strings.Repeat("f", 64)
 			batch := make([]Item, 0, size)
 			cpu0, n := rusage.CPU(), 0
+			var slowest time.Duration // a kill loses the commit under way
 			for i := 0; b.Loop(); i++ {
 				sum := sha256.Sum256(fmt.Appendf(nil, "record %d", i))
 				key, chash := hex.EncodeToString(sum[:16]), hex.EncodeToString(sum[16:28])
@@ -75,9 +80,11 @@ func BenchmarkCommit_AnswerBatches(b *testing.B) {
 					CompletionTokens: 50 + i%50, InChash: chash, Chash: chash, Requests: 1, Finish: "stop",
 					Sent: int64(i), FirstToken: int64(i), Finished: int64(i), URL: "http://127.0.0.1:30000/v1"})
 				if len(batch) == cap(batch) {
+					t0 := time.Now()
 					if err := s.Commit("generate[d]", batch); err != nil {
 						b.Fatal(err)
 					}
+					slowest = max(slowest, time.Since(t0))
 					batch = batch[:0]
 				}
 				n++
@@ -86,6 +93,7 @@ func BenchmarkCommit_AnswerBatches(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64((rusage.CPU()-cpu0).Microseconds())/float64(n), "cpu-us/row")
+			b.ReportMetric(float64(slowest.Microseconds())/1000, "max-commit-ms")
 		})
 	}
 }
