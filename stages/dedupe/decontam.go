@@ -18,6 +18,9 @@ type benchRef struct {
 	file  uint32 // index in benchIndex.files
 	line  uint32
 	index uint32 // the prompt's record in its file
+	// words is the benchmark prompt's length in words when it is shorter
+	// than the index's n, so matched whole; 0 otherwise.
+	words uint32
 }
 
 // benchIndex holds the n-grams of benchmark prompts. Benchmarks are small
@@ -31,14 +34,16 @@ type benchIndex struct {
 	// words, each one gram of its own length ("What is 2+2?" is contamination
 	// when a training prompt holds it, though it has no 13 words).
 	short []int
-	// prompts counts the benchmark prompts read.
-	prompts int
+	// prompts counts the benchmark prompts read, and left those of fewer
+	// than minWords words, which match nothing.
+	prompts, left, minWords int
 }
 
 // readBenchmarks reads every benchmark file (any shape load reads) into an
-// index of n-grams. paths are resolved; names are as the spec wrote them.
-func readBenchmarks(paths, names []string, n int) (*benchIndex, error) {
-	ix := &benchIndex{n: n, files: names, grams: map[uint64]benchRef{}}
+// index of n-grams, leaving out prompts of fewer than minWords words.
+// paths are resolved; names are as the spec wrote them.
+func readBenchmarks(paths, names []string, n, minWords int) (*benchIndex, error) {
+	ix := &benchIndex{n: n, files: names, grams: map[uint64]benchRef{}, minWords: minWords}
 	var words []uint64
 	for fi, path := range paths {
 		r, err := dataset.Open(path, dataset.Options{})
@@ -56,10 +61,15 @@ func readBenchmarks(paths, names []string, n int) (*benchIndex, error) {
 			}
 			ix.prompts++
 			words = wordHashes(words[:0], promptText(rec))
+			if len(words) < minWords {
+				ix.left++
+				continue
+			}
 			ref := benchRef{file: uint32(fi), line: uint32(rec.Source.Line), index: uint32(rec.Source.Index)}
 			gram := n
 			if len(words) < n {
 				gram = len(words)
+				ref.words = uint32(gram)
 				if gram > 0 && !slices.Contains(ix.short, gram) {
 					ix.short = append(ix.short, gram)
 				}

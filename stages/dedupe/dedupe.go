@@ -39,6 +39,7 @@ type Dedupe struct {
 	benchNames []string
 	flag       bool
 	ngram      int
+	minWords   int
 
 	examples []stages.Example
 	flagged  map[string]int
@@ -62,7 +63,7 @@ func newDedupe(inst *stages.Instance, o *Options) (stages.Stage, error) {
 		d.rankOf(ds.Name)
 	}
 	if dc := o.Decontaminate; dc != nil {
-		d.flag, d.ngram = dc.Action == "flag", dc.NGram
+		d.flag, d.ngram, d.minWords = dc.Action == "flag", dc.NGram, dc.MinWords
 		if d.ngram == 0 {
 			d.ngram = defaultNGram
 		}
@@ -142,7 +143,7 @@ func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) er
 		each = c.EachCopy
 	}
 	if len(d.benchPaths) > 0 {
-		ix, err := readBenchmarks(d.benchPaths, d.benchNames, d.ngram)
+		ix, err := readBenchmarks(d.benchPaths, d.benchNames, d.ngram, d.minWords)
 		if err != nil {
 			return err
 		}
@@ -237,7 +238,7 @@ func (d *Dedupe) Run(ctx context.Context, in stages.Input, out stages.Output) er
 	if err == nil && i != len(ents) {
 		err = fmt.Errorf("the input changed while dedupe read it (%d records, then %d); run again", len(ents), i)
 	}
-	d.figures = d.itemLines(items)
+	d.figures = d.itemLines(items, len(ents))
 	return err
 }
 
@@ -254,10 +255,16 @@ const topItems = 5
 
 // itemLines says which benchmark prompts took the most records, so a
 // short prompt matched whole ("What is 2+2?" in 175 chat rows) is seen
-// rather than hidden in a total.
-func (d *Dedupe) itemLines(items map[benchRef]*itemHits) []string {
+// rather than hidden in a total, and warns of each short one that took an
+// outsized share of the input's records.
+func (d *Dedupe) itemLines(items map[benchRef]*itemHits, records int) []string {
+	var lines []string
+	if d.bench != nil && d.bench.left > 0 {
+		lines = append(lines, fmt.Sprintf("%s of %d had fewer than min_words (%d) words and matched nothing",
+			human.Plural(d.bench.left, "benchmark prompt"), d.bench.prompts, d.bench.minWords))
+	}
 	if len(items) == 0 {
-		return nil
+		return lines
 	}
 	all := slices.SortedFunc(maps.Values(items), func(a, b *itemHits) int {
 		return cmp.Or(cmp.Compare(b.records, a.records), cmp.Compare(a.ref.file, b.ref.file), cmp.Compare(a.ref.index, b.ref.index))
@@ -266,7 +273,7 @@ func (d *Dedupe) itemLines(items map[benchRef]*itemHits) []string {
 	if d.flag {
 		verb = "flagged"
 	}
-	lines := []string{fmt.Sprintf("%s of %d matched a record; the most:", human.Plural(len(all), "benchmark prompt"), d.bench.prompts)}
+	lines = append(lines, fmt.Sprintf("%s of %d matched a record; the most:", human.Plural(len(all), "benchmark prompt"), d.bench.prompts))
 	for _, it := range all[:min(topItems, len(all))] {
 		line := fmt.Sprintf("  %s %s %s", d.bench.where(it.ref), verb, human.Plural(it.records, "record"))
 		if it.text != "" {
@@ -274,7 +281,23 @@ func (d *Dedupe) itemLines(items map[benchRef]*itemHits) []string {
 		}
 		lines = append(lines, line)
 	}
+	for _, it := range all {
+		if it.ref.words == 0 || !outsized(it.records, records) {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("warning: %s has %s, fewer than ngram (%d), so it is matched whole, and it %s %d of %d records (%.0f%%); "+
+			"if those are not copies of it, set decontaminate.min_words to %d or more",
+			d.bench.where(it.ref), human.Plural(int(it.ref.words), "word"), d.bench.n, verb, it.records, records,
+			100*float64(it.records)/float64(records), it.ref.words+1))
+	}
 	return lines
+}
+
+// outsized reports whether one benchmark prompt matching n of records is
+// more than a benchmark item plausibly has copies in training data: at
+// least 5 records and 2% of them.
+func outsized(n, records int) bool {
+	return n >= 5 && n*50 >= records
 }
 
 // group puts each record in a group with its duplicates: exact copies

@@ -1,6 +1,7 @@
 package dedupe_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -327,11 +328,12 @@ stages:
 		},
 		{
 			name: "decontaminate",
-			with: "      decontaminate:\n        benchmarks:\n          - bench.jsonl\n          - gsm8k.jsonl\n        ngram: -3\n        action: remove\n",
+			with: "      decontaminate:\n        benchmarks:\n          - bench.jsonl\n          - gsm8k.jsonl\n        ngram: -3\n        action: remove\n        min_words: -1\n",
 			want: []string{
 				"spec.yaml:15:13: stage dedupe: benchmark gsm8k.jsonl: no such file; give a file relative to the spec",
 				"spec.yaml:16:16: stage dedupe: ngram is -3; use a number of words, 1 or more",
 				`spec.yaml:17:17: stage dedupe: decontaminate action is "remove"; use drop or flag`,
+				"spec.yaml:18:20: stage dedupe: min_words is -1; use a number of words, 0 (every benchmark prompt) or more",
 			},
 		},
 		{
@@ -440,5 +442,67 @@ func TestDedupe_NamesTheBenchmarkPromptsThatTook(t *testing.T) {
 	}
 	if !slices.Equal(planned, lines) {
 		t.Errorf("plan said\n%q\nthe run\n%q", planned, lines)
+	}
+}
+
+// TestDedupe_ShortBenchmarkPromptWarnsAndMinWords: a benchmark prompt
+// shorter than ngram is matched whole; when it takes an outsized share of
+// the records the figures warn and say which min_words leaves it out, and
+// setting it reruns dedupe, which keeps those records and says what it
+// left out.
+func TestDedupe_ShortBenchmarkPromptWarnsAndMinWords(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 1, MeanTokens: 20})})
+	dir := setUp(t, srv.URL, "{near: false, decontaminate: {benchmarks: [bench.jsonl]}}", false)
+	f, err := os.OpenFile(filepath.Join(dir, "chat.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		fmt.Fprintf(f, `{"messages": [{"role": "user", "content": "Round %d of the geography quiz: what is the capital of France? Then say why."}]}`+"\n", i)
+	}
+	f.Close()
+	contaminated := func(store *state.Store) (int, []string) {
+		in, err := store.GetInstance("dedupe")
+		if err != nil || in == nil {
+			t.Fatalf("dedupe: %v, %v", in, err)
+		}
+		n := 0
+		for reason, k := range in.Stats.Dropped {
+			if strings.Contains(reason, "contaminated") {
+				n += k
+			}
+		}
+		return n, in.Stats.Figures
+	}
+	_, store, _ := run(t, dir)
+	n, lines := contaminated(store)
+	warn := "warning: bench.jsonl:3 has 6 words, fewer than ngram (13), so it is matched whole, and it took 10 of 25 records (40%); " +
+		"if those are not copies of it, set decontaminate.min_words to 7 or more"
+	if n != 12 || !slices.Contains(lines, warn) {
+		t.Fatalf("%d dropped as contaminated, want 12 (10 of them the quiz's); figures:\n%s\nwant the line\n%s", n, strings.Join(lines, "\n"), warn)
+	}
+	store.Close()
+
+	spec := filepath.Join(dir, "spec.yaml")
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, bytes.Replace(b, []byte("[bench.jsonl]}"), []byte("[bench.jsonl], min_words: 7}"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, store, results := run(t, dir)
+	if r := results["dedupe"]; r.Outcome != engine.Ran {
+		t.Errorf("dedupe after min_words was set: %s (%s), want ran", r.Outcome, r.Decision)
+	}
+	n, lines = contaminated(store)
+	left := "1 benchmark prompt of 3 had fewer than min_words (7) words and matched nothing"
+	if n != 2 || len(lines) == 0 || lines[0] != left {
+		t.Errorf("with min_words 7: %d dropped as contaminated, want 2; figures:\n%s\nwant first\n%s", n, strings.Join(lines, "\n"), left)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "warning:") {
+			t.Errorf("with min_words 7 the figures still warn: %s", l)
+		}
 	}
 }

@@ -37,7 +37,7 @@ type Options struct {
 	// it leaves out follow in the spec's order.
 	Priority []string `yaml:"priority" doc:"datasets whose copies survive first; the rest follow in the spec's order"`
 	// Decontaminate drops or flags prompts sharing an n-gram with a benchmark.
-	Decontaminate *Decontaminate `yaml:"decontaminate" doc:"{benchmarks, ngram, action}, below"`
+	Decontaminate *Decontaminate `yaml:"decontaminate" doc:"{benchmarks, ngram, action, min_words}, below"`
 }
 
 // Decontaminate lists the benchmarks to keep out of the training data.
@@ -49,6 +49,10 @@ type Decontaminate struct {
 	NGram int `yaml:"ngram"`
 	// Action is drop (the default) or flag (pass on and count).
 	Action string `yaml:"action" enum:"drop|flag"`
+	// MinWords leaves out benchmark prompts of fewer words: a prompt
+	// shorter than ngram is matched whole, and a very short one ("What is
+	// 2+2?") can be in many training prompts that are not copies of it.
+	MinWords int `yaml:"min_words"`
 }
 
 func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
@@ -91,6 +95,9 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 		}
 		if dc.NGram < 0 || dc.NGram == 0 && st.Written("decontaminate", "ngram") {
 			bad(st.OptionPos("decontaminate", "ngram"), "ngram is %d; use a number of words, 1 or more (13 is usual)", dc.NGram)
+		}
+		if dc.MinWords < 0 {
+			bad(st.OptionPos("decontaminate", "min_words"), "min_words is %d; use a number of words, 0 (every benchmark prompt) or more", dc.MinWords)
 		}
 	}
 	return errs.ErrorOrNil()
