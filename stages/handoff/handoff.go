@@ -68,7 +68,7 @@ type Options struct {
 	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"default: the tokenize stage's upstream"`
 	Date               string         `yaml:"date" doc:"default: the tokenize stage's upstream"`
 	// HiddenStates sizes what extraction will write, for plan.
-	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-" doc:"{hidden_size, layers, bytes, tokens_per_second}: for plan's disk and time; hidden_size defaults to the model's config.json"`
+	HiddenStates *HiddenStates `yaml:"hidden_states" fp:"-" doc:"{hidden_size, layers, dtype, bytes, tokens_per_second}: for plan's disk and time; hidden_size defaults to the model's config.json"`
 	// DraftVocab writes the drafter's reduced vocabulary beside the
 	// manifest (see vocab.go).
 	DraftVocab *DraftVocab `yaml:"draft_vocab" doc:"{size, target_size}: write d2t.npy, t2d.npy and token_freq.json for a draft vocabulary of the size most supervised ids; target_size defaults to the model's config.json vocab_size"`
@@ -88,7 +88,11 @@ type HiddenStates struct {
 	// Layers is how many layers are captured per token (EAGLE-3: three
 	// auxiliary layers and the last one; default 4).
 	Layers int `yaml:"layers"`
-	// Bytes per value (2 for bf16, the default).
+	// DType is what extraction stores: bf16 (the default; SpecForge and
+	// speculators' file backend) or fp8 (speculators' fp8 backend:
+	// float8_e4m3fn values and one fp32 scale a token).
+	DType string `yaml:"dtype" enum:"bf16|fp8"`
+	// Bytes per value, for another dtype (4 for fp32); it replaces dtype's.
 	Bytes int `yaml:"bytes"`
 	// TokensPerSecond is the extraction rate, for the time estimate.
 	TokensPerSecond float64 `yaml:"tokens_per_second"`
@@ -164,6 +168,12 @@ func check(spec *specs.Spec, st *specs.Stage, opts *Options) error {
 			if size.v < 0 || size.v == 0 && st.Written("hidden_states", size.key) {
 				bad(st.OptionPos("hidden_states", size.key), "hidden_states %s is %v; sizes must be positive (leave the key out for the usual one)", size.key, size.v)
 			}
+		}
+		if h.DType != "" && h.Bytes > 0 {
+			bad(st.OptionPos("hidden_states", "bytes"), "hidden_states has both dtype (%s) and bytes (%d); keep one: bytes is for a dtype other than bf16 and fp8", h.DType, h.Bytes)
+		}
+		if h.DType == "fp8" && (opts.Format == FormatSpecForge || opts.Format == FormatSpecForgeText) {
+			bad(st.OptionPos("hidden_states", "dtype"), "hidden_states dtype is fp8, but SpecForge's extraction stores bf16; use dtype: bf16, or format: speculators with its fp8 hidden-states backend")
 		}
 	}
 	if opts.Run != nil {
