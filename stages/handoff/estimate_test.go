@@ -50,4 +50,3 @@ func TestEstimate_HiddenStatesAtBothDTypes(t *testing.T) {
 		})
 	}
 }
-
