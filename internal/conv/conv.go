@@ -7,7 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // ThinkStart and ThinkEnd are the tags a thinking model (Qwen3,
@@ -166,10 +168,58 @@ type Generation struct {
 	// reading fewer prompt tokens than were sent may mean the prompt was
 	// cut. Not stored.
 	CutsPrompts bool `json:"-"`
+	// Served is the serving stack that made the answer, as the server
+	// described itself: a drafter must match the stack it will serve
+	// behind, and one handoff should not mix stacks unawares.
+	Served *Served `json:"served,omitempty"`
 	// Timing says when the request that made the answer ran and where. It
 	// is kept in the store's own columns, not in the record: output files
 	// and the record's hashes stay those of the answer alone.
 	Timing *Timing `json:"-"`
+}
+
+// Served describes a serving stack: what the server says of itself
+// (SGLang's /get_server_info, vLLM's /version and /v1/models) and, per
+// answer, the weights' version (SGLang's meta_info) and the provider that
+// answered (OpenRouter). Empty fields are ones the server did not say.
+type Served struct {
+	// Server is the serving software and version: "sglang 0.5.3", "vllm 0.11.0".
+	Server string `json:"server,omitempty"`
+	// Model is the checkpoint the server loaded (a path or a hub name).
+	Model         string `json:"model,omitempty"`
+	Quantization  string `json:"quantization,omitempty"`
+	DType         string `json:"dtype,omitempty"`
+	KVCacheDType  string `json:"kv_cache_dtype,omitempty"`
+	TPSize        int    `json:"tp_size,omitempty"`
+	WeightVersion string `json:"weight_version,omitempty"`
+	Provider      string `json:"provider,omitempty"`
+}
+
+// String names the stack in one line, for warnings and status.
+func (s *Served) String() string {
+	if s == nil {
+		return "not recorded"
+	}
+	var parts []string
+	add := func(label, v string) {
+		if v != "" {
+			parts = append(parts, label+v)
+		}
+	}
+	add("", s.Server)
+	add("provider ", s.Provider)
+	add("", s.Model)
+	add("quantization ", s.Quantization)
+	add("dtype ", s.DType)
+	add("kv cache ", s.KVCacheDType)
+	if s.TPSize > 0 {
+		parts = append(parts, fmt.Sprintf("tp %d", s.TPSize))
+	}
+	add("weights ", s.WeightVersion)
+	if len(parts) == 0 {
+		return "not said by the server"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Timing is when one answer's request was sent, showed its first token and

@@ -235,6 +235,8 @@ type Handoff struct {
 	// vocab is the draft vocabulary of the rows Run kept, then of those
 	// Finish wrote, for Report.
 	vocab *vocabInfo
+	// warnings are the manifest's, for Report.
+	warnings []string
 }
 
 var (
@@ -463,6 +465,10 @@ func (h *Handoff) Finish(ctx context.Context, out stages.Input) error {
 	if n := m.IDsFrom[fromTokenized]; n > 0 {
 		h.inst.Log("warning: %d of %d rows' answers are their text tokenized, not the ids the target wrote (the server returned none; vLLM and SGLang return them with the endpoint's return_token_ids: true)", n, v.rows)
 	}
+	h.warnings = m.Warnings
+	for _, w := range m.Warnings {
+		h.inst.Log("warning: %s", w)
+	}
 	if n := m.ServerIDsDisagree; n > 0 {
 		h.inst.Log("warning: %d rows' output ids from the server do not decode to the answer's text with tokenizer %s: is it the target's?", n, h.opts.Tokenizer)
 	}
@@ -519,5 +525,8 @@ func (h *Handoff) Report(s *stages.Report) {
 	s.Flagged = h.flagged
 	if h.vocab != nil {
 		s.Figures = append(s.Figures, "draft vocabulary: "+h.vocab.String())
+	}
+	for _, w := range h.warnings {
+		s.Figures = append(s.Figures, "warning: "+w)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eaglet-dev/eaglet/internal/conv"
 	"github.com/eaglet-dev/eaglet/internal/tokenizer"
 )
 
@@ -42,6 +43,67 @@ type Manifest struct {
 	Generation        genInfo    `json:"generation"`
 	HiddenState       *hiddenEst `json:"hidden_states,omitempty"`
 	DraftVocab        *vocabInfo `json:"draft_vocab,omitempty"`
+	// Serving counts rows by the serving stack that made their answer,
+	// most first; Warnings are what the stage warned of, for whoever
+	// finds the version later.
+	Serving  []servingCount `json:"serving,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
+	// served counts rows by stack while rows are written.
+	served map[conv.Served]int
+}
+
+// servingCount is one serving stack and the rows it answered; a stack
+// with no field set is answers recorded without one (made before eaglet
+// recorded stacks, or in process).
+type servingCount struct {
+	conv.Served
+	Rows int `json:"rows"`
+}
+
+// countServed counts a row answered by stack s (nil: not recorded).
+func (m *Manifest) countServed(s *conv.Served) {
+	if m.served == nil {
+		m.served = map[conv.Served]int{}
+	}
+	var k conv.Served
+	if s != nil {
+		k = *s
+	}
+	m.served[k]++
+}
+
+// settleServing lists the stacks, most rows first, and warns when the
+// answers came from more than one: a drafter learns the stack it is
+// trained on (a quantised target's outputs are not the bf16 one's), so a
+// mix is worth knowing before hours of extraction.
+func (m *Manifest) settleServing() {
+	m.Serving = nil
+	for s, n := range m.served {
+		m.Serving = append(m.Serving, servingCount{Served: s, Rows: n})
+	}
+	slices.SortFunc(m.Serving, func(a, b servingCount) int {
+		if a.Rows != b.Rows {
+			return b.Rows - a.Rows
+		}
+		return strings.Compare(a.label(), b.label())
+	})
+	var known []string
+	for _, s := range m.Serving {
+		if s.Served != (conv.Served{}) {
+			known = append(known, fmt.Sprintf("%s (%d rows)", s.label(), s.Rows))
+		}
+	}
+	if len(known) > 1 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("the answers came from %d serving stacks: %s; a drafter learns the stack it is trained on, "+
+			"so train it on the one it will serve behind (pin the provider or the servers, and regenerate the others)", len(known), strings.Join(known, "; ")))
+	}
+}
+
+func (s servingCount) label() string {
+	if s.Served == (conv.Served{}) {
+		return "not recorded"
+	}
+	return s.Served.String()
 }
 
 // Identity names the tokenizer and chat template the ids were made with.
@@ -220,6 +282,12 @@ func dataCard(m *Manifest) string {
 	if len(m.Generation.Sampling) > 0 {
 		sb, _ := json.Marshal(m.Generation.Sampling)
 		fmt.Fprintf(&b, "- Sampling: `%s`\n", sb)
+	}
+	for _, s := range m.Serving {
+		fmt.Fprintf(&b, "- Served by: %s, %d rows\n", s.label(), s.Rows)
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(&b, "- Warning: %s\n", w)
 	}
 	b.WriteString("\n| dataset | records | turns | rows | tokens | supervised | dropped |\n|---|---|---|---|---|---|---|\n")
 	for _, name := range sortedKeys(m.Datasets) {

@@ -154,6 +154,7 @@ func (h *Handoff) write(ctx context.Context, in stages.Input) (*version, error) 
 	m.Version, m.Shards = v.hash, v.shards
 	m.Rows, m.Tokens, m.SupervisedTokens = v.rows, v.tokens, v.supervised
 	m.HiddenState = h.hiddenStates(v.tokens)
+	m.settleServing()
 	var vocab *draftvocab.Mapping
 	if v.counts != nil {
 		if vocab, m.DraftVocab, err = buildVocab(h.opts.DraftVocab, v.counts); err != nil {
@@ -285,6 +286,11 @@ func (h *Handoff) rows(rec *conv.Record, m *Manifest, counts draftvocab.Counts) 
 		ds.Tokens += int64(r.tokens)
 		ds.SupervisedTokens += int64(r.supervised)
 		ds.addLength(r.tokens)
+		var served *conv.Served
+		if rec.Generation != nil {
+			served = rec.Generation.Served
+		}
+		m.countServed(served)
 		out = append(out, r)
 	}
 	return out, nil

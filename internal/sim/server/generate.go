@@ -58,7 +58,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		rid = newID("sim", a)
 	}
 	sp := s.speculate(&p, a, req.SamplingParams.Temperature)
-	out := &generateOutput{a: a, rid: rid, maxTokens: maxTokens, eos: s.cfg.Model.Config().EOS, spec: sp}
+	out := &generateOutput{a: a, rid: rid, maxTokens: maxTokens, eos: s.cfg.Model.Config().EOS, spec: sp, weightVersion: s.cfg.Stack.WeightVersion}
 
 	if !req.Stream {
 		if err := s.produce(r.Context(), a, sp, maxTokens, func(int) error { return nil }); err != nil {
@@ -102,6 +102,8 @@ type generateOutput struct {
 	eos int
 	// spec is the answer's speculation, nil without a drafter.
 	spec *sim.Speculation
+	// weightVersion is the server's, as SGLang reports it in meta_info.
+	weightVersion string
 }
 
 // chunk renders tokens [from, n) in /generate's response shape.
@@ -147,6 +149,7 @@ func (o *generateOutput) metaInfo(n int, finish any, finished bool) map[string]a
 		"completion_tokens": n,
 		"cached_tokens":     0,
 		"reasoning_tokens":  reasoning,
+		"weight_version":    o.weightVersion,
 	}
 	if finished {
 		addSpecMeta(meta, o.spec, n)

@@ -174,6 +174,9 @@ type chatOutput struct {
 
 func (c *chatOutput) frame(object string, choices []map[string]any) map[string]any {
 	f := map[string]any{"id": c.id, "object": object, "created": c.created, "model": c.s.cfg.Name, "choices": choices}
+	if p := c.s.cfg.Stack.Provider; p != "" {
+		f["provider"] = p
+	}
 	if c.promptIDs != nil && !c.sentPrompt {
 		f["prompt_token_ids"] = c.promptIDs
 		c.sentPrompt = object == "chat.completion.chunk"
@@ -226,7 +229,7 @@ func (c *chatOutput) full(f fault) map[string]any {
 // whose finish_reason the tool-call parser has rewritten in place when the
 // answer called a tool.
 func (c *chatOutput) metaInfo() map[string]any {
-	o := &generateOutput{a: c.a, rid: c.id, maxTokens: c.maxTokens, eos: c.s.cfg.Model.Config().EOS, spec: c.spec}
+	o := &generateOutput{a: c.a, rid: c.id, maxTokens: c.maxTokens, eos: c.s.cfg.Model.Config().EOS, spec: c.spec, weightVersion: c.s.cfg.Stack.WeightVersion}
 	finish := o.finishReason()
 	if c.a.FinishReason == "tool_calls" {
 		finish = map[string]any{"type": "tool_calls", "matched": nil}

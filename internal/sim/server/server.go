@@ -85,6 +85,23 @@ type Config struct {
 	// return_meta_info report spec_verify_ct and the acceptance figures;
 	// /metrics adds vLLM's spec_decode counters.
 	Drafter sim.Drafter
+	// Stack is what the server says of itself: on SGLang's
+	// /get_server_info and /get_model_info, in /generate's meta_info
+	// (weight_version), and, with Provider, in every chat response as
+	// OpenRouter names the provider that answered.
+	Stack Stack
+}
+
+// Stack describes the simulated serving stack.
+type Stack struct {
+	// ModelPath is the checkpoint served (the served name when empty).
+	ModelPath string
+	// Quantization is SGLang's --quantization ("" is none: null).
+	Quantization string
+	// WeightVersion is SGLang's --weight-version ("default" when empty).
+	WeightVersion string
+	// Provider, when set, is sent as OpenRouter's "provider".
+	Provider string
 }
 
 // Server is an http.Handler serving the simulated APIs.
@@ -127,12 +144,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("sim server: %w", err)
 	}
 	cfg.Drafter = cfg.Drafter.WithDefaults()
+	if cfg.Stack.ModelPath == "" {
+		cfg.Stack.ModelPath = cfg.Name
+	}
+	if cfg.Stack.WeightVersion == "" {
+		cfg.Stack.WeightVersion = "default"
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), faults: newInjector(cfg.Faults), spec: newSpecCounters(cfg.Drafter)}
 	if cfg.Speed > 0 {
 		s.sched = newScheduler(cfg)
 	}
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /get_server_info", s.serverInfo)
+	s.mux.HandleFunc("GET /get_model_info", s.modelInfo)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
@@ -185,6 +210,32 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 			"id": s.cfg.Name, "object": "model", "created": 0, "owned_by": "eaglet-sim",
 			"max_model_len": s.cfg.Model.Config().Context,
 		}},
+	})
+}
+
+// SimVersion is the version the server reports on /get_server_info.
+const SimVersion = "0.0.0-eaglet-sim"
+
+// serverInfo answers as SGLang's /get_server_info does: its server
+// arguments flattened beside "version" (a few of the many it has).
+func (s *Server) serverInfo(w http.ResponseWriter, r *http.Request) {
+	var quant any
+	if q := s.cfg.Stack.Quantization; q != "" {
+		quant = q
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"model_path": s.cfg.Stack.ModelPath, "tokenizer_path": s.cfg.Stack.ModelPath, "served_model_name": s.cfg.Name,
+		"quantization": quant, "dtype": "auto", "kv_cache_dtype": "auto", "tp_size": 1, "dp_size": 1,
+		"weight_version": s.cfg.Stack.WeightVersion, "context_length": s.cfg.Model.Config().Context,
+		"internal_states": []any{}, "version": SimVersion,
+	})
+}
+
+// modelInfo answers as SGLang's /get_model_info.
+func (s *Server) modelInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"model_path": s.cfg.Stack.ModelPath, "tokenizer_path": s.cfg.Stack.ModelPath, "is_generation": true,
+		"preferred_sampling_params": nil, "weight_version": s.cfg.Stack.WeightVersion,
 	})
 }
 

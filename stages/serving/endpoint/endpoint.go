@@ -15,6 +15,7 @@ import (
 	"github.com/eaglet-dev/eaglet/stages/serving/backend"
 	"github.com/eaglet-dev/eaglet/stages/serving/backend/pool"
 	"github.com/eaglet-dev/eaglet/stages/serving/backend/registry"
+	"github.com/eaglet-dev/eaglet/stages/serving/provenance"
 )
 
 // Endpoint is a backend shared by every generate instance of a run, with
@@ -57,6 +58,9 @@ type Endpoint struct {
 	streams bool
 	// launched is set when eaglet starts the endpoint's servers itself.
 	launched *launched
+	// stacks says which serving stack each URL is, for every answer's
+	// Served (nil without URLs).
+	stacks *provenance.Asker
 }
 
 // downFor is how long every URL has been out of service (0: one is in).
@@ -90,6 +94,7 @@ func New(spec *specs.Spec, ep *specs.Endpoint, logf func(string, ...any)) (*Endp
 			return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
 		}
 		e.guard.pool, e.guard.auth = server.Pool, pool.Auth{APIKey: ep.APIKey, Headers: ep.Headers}
+		e.stacks = provenance.New(server.Pool.Client(), e.guard.auth, ep.Model)
 	}
 	if e.launched != nil {
 		e.launched.attach(e, server.Pool)

@@ -217,6 +217,9 @@ func (e *Endpoint) generate(ctx context.Context, instance string, share float64,
 	if err == nil {
 		// The report's throughput and in-flight charts are made of these.
 		gen.Timing = &conv.Timing{Sent: start.UnixMilli(), FirstToken: first.Load(), Finished: time.Now().UnixMilli(), URL: served}
+		if e.stacks != nil && served != "" {
+			gen.Served = e.stacks.Stamp(ctx, served, gen.Served)
+		}
 	}
 	var be *backend.Error
 	switch {

@@ -155,6 +155,9 @@ func (c *Client) generation(r *result, req *backend.Request) (*conv.Generation, 
 	if d := r.usage.PromptTokensDetails; d != nil {
 		g.CachedTokens = d.CachedTokens
 	}
+	if r.provider != "" {
+		g.Served = &conv.Served{Provider: r.provider}
+	}
 	if g.CompletionTokens == 0 && r.ids != nil {
 		g.CompletionTokens = len(r.ids)
 	}

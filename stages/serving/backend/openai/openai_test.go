@@ -222,3 +222,24 @@ func TestClient_ToolCallArgumentsKeepTheServersText(t *testing.T) {
 		})
 	}
 }
+
+// TestClient_Provider: a router's "provider" (OpenRouter's, in the body and
+// in every stream event) is recorded as who served the answer.
+func TestClient_Provider(t *testing.T) {
+	m := sim.New(sim.Config{Seed: 5, MeanTokens: 40})
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				hc := serveSim(t, server.Config{Model: m, Stack: server.Stack{Provider: "DeepInfra"}})
+				c := clientVia(t, "http://sim", hc, Config{Stream: stream})
+				g, err := backendtest.Retry(c, &backend.Request{Messages: conversation(0), MaxTokens: 60})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g.Served == nil || g.Served.Provider != "DeepInfra" {
+					t.Errorf("served %+v, want provider DeepInfra", g.Served)
+				}
+			})
+		})
+	}
+}

@@ -28,6 +28,8 @@ type result struct {
 	// metaInfo is SGLang's meta_info of a chat choice, asked for with
 	// return_meta_info.
 	metaInfo []byte
+	// provider is who answered behind a router (OpenRouter's "provider").
+	provider string
 }
 
 type toolCall struct {
@@ -80,6 +82,9 @@ type body struct {
 	// SystemFingerprint is "fp_ollama" on ollama, which cuts over-long
 	// prompts to its context where vLLM and SGLang refuse them.
 	SystemFingerprint string `json:"system_fingerprint"`
+	// Provider names the provider OpenRouter routed the request to, in
+	// the body and in every stream event.
+	Provider string `json:"provider"`
 }
 
 func readBody(r io.Reader) (*result, error) {
@@ -160,6 +165,9 @@ func (res *result) add(b *body) error {
 	}
 	if b.Usage != nil {
 		res.usage = *b.Usage
+	}
+	if b.Provider != "" {
+		res.provider = b.Provider
 	}
 	if b.SystemFingerprint == "fp_ollama" {
 		res.cutsPrompts = true

@@ -64,6 +64,9 @@ type metaInfo struct {
 	PromptTokens     int           `json:"prompt_tokens"`
 	CompletionTokens int           `json:"completion_tokens"`
 	CachedTokens     int           `json:"cached_tokens"`
+	// WeightVersion is the server's --weight-version when it answered:
+	// weights updated in place mid-run change it.
+	WeightVersion string `json:"weight_version"`
 	// raw is the meta_info as sent, for a request that asks for it
 	// (backend.Request.MetaInfo): the speculative-decoding figures.
 	raw []byte
@@ -239,6 +242,9 @@ func (c *Client) generation(r *response, req *backend.Request) (*conv.Generation
 		CachedTokens:     r.MetaInfo.CachedTokens,
 		MaxTokens:        req.MaxTokens,
 		Model:            c.cfg.Model,
+	}
+	if v := r.MetaInfo.WeightVersion; v != "" {
+		g.Served = &conv.Served{WeightVersion: v}
 	}
 	g.Reasoning, g.Content = pool.SplitThink(text, c.cfg.ThinkStart, c.cfg.ThinkEnd)
 	matched := -1

@@ -1,6 +1,7 @@
 package sglang
 
 import (
+	"cmp"
 	"context"
 	"encoding/json/jsontext"
 	"errors"
@@ -29,6 +30,7 @@ func TestClient_AgainstSimServer(t *testing.T) {
 		{"plain", false, server.Config{}},
 		{"stream cumulative", true, server.Config{}},
 		{"stream incremental", true, server.Config{Incremental: true}},
+		{"weights updated in place", true, server.Config{Stack: server.Stack{WeightVersion: "step-1200"}}},
 		{"faults", false, server.Config{Faults: server.Faults{Seed: 1, Error500: 0.1, RateLimit: 0.1, Drop: 0.05,
 			Hang: 0.02, HangFor: 50 * time.Millisecond, BadJSON: 0.05, Truncate: 0.1, RetryAfter: time.Millisecond}}},
 		{"stream faults", true, server.Config{Faults: server.Faults{Seed: 2, Error500: 0.1, Truncate: 0.1,
@@ -65,6 +67,10 @@ func TestClient_AgainstSimServer(t *testing.T) {
 						g.CompletionTokens != want.CompletionTokens() || !reflect.DeepEqual(g.OutputIDs, want.OutputIDs()) ||
 						g.MaxTokens != 150 || g.PromptTokens != 2 {
 						t.Fatalf("prompt %d: got %+v\nwant %+v", i, g, want.Generation("sim", 150))
+					}
+					// meta_info's weight_version says which weights answered.
+					if v := cmp.Or(tc.cfg.Stack.WeightVersion, "default"); g.Served == nil || g.Served.WeightVersion != v {
+						t.Fatalf("prompt %d: served %+v, want weight version %s", i, g.Served, v)
 					}
 					if tc.stream && progress != g.CompletionTokens {
 						t.Fatalf("prompt %d: last progress %d of %d tokens", i, progress, g.CompletionTokens)
