@@ -22,6 +22,20 @@ type API struct {
 	Options func() any
 }
 
+// OptionsProblem is a problem an API's options find in themselves beyond
+// their types and tags, at the option Path names (keys under `options:`).
+type OptionsProblem struct {
+	Path []string
+	Msg  string
+}
+
+// OptionsChecker is implemented by API options with rules of their own
+// (two options that say the same thing): the spec check reports each
+// problem at its option's line.
+type OptionsChecker interface {
+	Problems() []OptionsProblem
+}
+
 var (
 	apiMu sync.RWMutex
 	apis  = map[string]API{}

@@ -328,6 +328,17 @@ func checkEndpoint(ep *Endpoint, errs *errorList) {
 			for _, err := range checkWritten(o, schemaOf(o.Type()), ep.Options, errs.file, "endpoint "+ep.Name, "") {
 				errs.add(err)
 			}
+			if c, ok := o.Addr().Interface().(OptionsChecker); ok {
+				for _, p := range c.Problems() {
+					n := ep.Options
+					for _, key := range p.Path {
+						if _, v := mapEntry(n, key); v != nil {
+							n = v
+						}
+					}
+					errs.at(n.Line, n.Column, "endpoint %s: %s", ep.Name, p.Msg)
+				}
+			}
 		}
 	}
 	for _, u := range ep.URLs {
