@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -57,6 +58,9 @@ func (p *Pipeline) prepare(n *Node, in specs.InputInfo, shared *stages.Shared, l
 	}
 	if store != nil {
 		inst.Usage = func(ids []string) (stages.Usage, error) { return usage(store, ids) }
+		inst.Throughput = func(ids []string) (float64, int, error) {
+			return store.ThroughputOf(context.Background(), ids, throughputAnswers)
+		}
 		inst.Checkpoints = store.Checkpoints(n.ID)
 		inst.Results = store.Evaluations()
 	}
@@ -157,6 +161,11 @@ const finishedSlack = 1.5
 // gives none when a run finished after the last answer did: no answer was
 // lost, so the mean of all of them stands, and plan's price does not hang
 // on how fast the machine happened to run the requests.
+// throughputAnswers is how many of the latest answers the pace a plan
+// prices time at is measured over: enough to smooth out a few long ones,
+// few enough to follow a server that changed.
+const throughputAnswers = 5000
+
 func finished(store *state.Store, id string, longest int) (records, completionTokens int64, err error) {
 	last, pace, err := store.AnswerPace(id)
 	if err != nil || last == 0 || pace <= 0 {

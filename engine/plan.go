@@ -442,7 +442,7 @@ func (d *draft) finish(store *state.Store) {
 	s.Estimate = add(d.done, work)
 	s.Estimate.Bytes = d.whole.Bytes - d.work.Bytes + work.Bytes
 	s.Estimate.Exact = s.Estimate.Exact && d.whole.Exact
-	s.Estimate.Seconds, s.Estimate.Dollars = work.Seconds, work.Dollars
+	s.Estimate.Seconds, s.Estimate.Dollars, s.Estimate.Pace, s.Estimate.Rate = work.Seconds, work.Dollars, work.Pace, work.Rate
 	// Batch stages select, repeat and order records but generate nothing:
 	// the copies a merge weight of 2 makes are no tokens to pay for.
 	if s.Mapper {

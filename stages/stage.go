@@ -78,6 +78,10 @@ type Instance struct {
 	// used so far (for budgets that carry over between runs); nil when
 	// nothing has run.
 	Usage func(ids []string) (Usage, error)
+	// Throughput reports the output tokens per second the given
+	// instances' answers came at, over the time any was in flight, and
+	// how many answers that is; nil when nothing has run.
+	Throughput func(ids []string) (tokensPerSecond float64, answers int, err error)
 	// Checkpoints keeps work of the kind's own beside its records
 	// (handoff's launches); nil when there is no store yet (a plan before
 	// any run).
@@ -496,6 +500,10 @@ type Estimate struct {
 	Exact bool
 	// Note is a few words on the estimate; plan shows it after the action.
 	Note string
+	// Pace says where Seconds comes from, PaceMeasured or PaceStated (""
+	// without a time), and Rate is the output tokens per second it is at.
+	Pace string
+	Rate float64
 	// ByDataset splits an input by dataset name, for stages that treat
 	// datasets differently (merge's weights). The plan sets it on the input
 	// it gives Estimate when every upstream instance is per-dataset, else it
@@ -513,6 +521,13 @@ type Estimate struct {
 	// input on keep it.
 	Sample []*conv.Record
 }
+
+// Where an estimate's time comes from: the pace the endpoint's answers
+// came at in earlier runs, or the tokens_per_second the spec states.
+const (
+	PaceMeasured = "measured"
+	PaceStated   = "stated"
+)
 
 // Limit is a budget as a plan sees it. Instances naming the same Budget
 // share what is Left of it in proportion to what each would Need.

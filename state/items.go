@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -1145,6 +1146,54 @@ func (s *Store) AnswerPace(inst string) (lastMs int64, tokensPerSecond float64, 
 		tokensPerSecond = float64(ctok) * 1000 / float64(ms)
 	}
 	return lastMs, tokensPerSecond, nil
+}
+
+// ThroughputOf returns the output throughput the endpoint gave the given
+// instances: the completion tokens of their last answers (at most limit,
+// latest first, live or set aside since: all were work the server did)
+// over the time at least one of them was in flight, so the hours between
+// two runs do not count, and how many answers that is.
+func (s *Store) ThroughputOf(ctx context.Context, instances []string, limit int) (tokensPerSecond float64, answers int, err error) {
+	if len(instances) == 0 {
+		return 0, 0, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT sent_ms, done_ms, ctok FROM items
+		WHERE instance IN (`+placeholders(len(instances))+`) AND status = 0 AND sent_ms > 0 AND done_ms >= sent_ms
+		ORDER BY done_ms DESC LIMIT ?`, args(nil, instances, limit)...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("throughput: %w", err)
+	}
+	defer rows.Close()
+	type span struct{ from, to int64 }
+	var spans []span
+	var tokens int64
+	for rows.Next() {
+		var sp span
+		var ctok int64
+		if err := rows.Scan(&sp.from, &sp.to, &ctok); err != nil {
+			return 0, 0, fmt.Errorf("throughput: %w", err)
+		}
+		spans, tokens = append(spans, sp), tokens+ctok
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("throughput: %w", err)
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	var busy, end int64
+	for i, sp := range spans {
+		switch {
+		case i == 0 || sp.from > end:
+			busy += sp.to - sp.from
+			end = sp.to
+		case sp.to > end:
+			busy += sp.to - end
+			end = sp.to
+		}
+	}
+	if busy <= 0 {
+		return 0, len(spans), nil
+	}
+	return float64(tokens) * 1000 / float64(busy), len(spans), nil
 }
 
 // AnswersSentBy counts inst's live, done outcomes whose request was sent

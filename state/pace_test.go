@@ -1,6 +1,10 @@
 package state
 
-import "testing"
+import (
+	"context"
+	"math"
+	"testing"
+)
 
 // TestStore_AnswerPace: the pace of answers is their tokens over their
 // requests' time, the last finish is the latest done time, and answers
@@ -31,5 +35,46 @@ func TestStore_AnswerPace(t *testing.T) {
 	}
 	if last, pace, err := s.AnswerPace("other"); err != nil || last != 0 || pace != 0 {
 		t.Errorf("AnswerPace of an instance with no answers = %d, %v, %v; want 0, 0", last, pace, err)
+	}
+}
+
+// TestStore_ThroughputOf: the endpoint's throughput is the answers' tokens
+// over the time any of them was in flight, across instances, so answers
+// running together count their overlap once and the hour between two runs
+// does not count; failed outcomes and those without timings take no part,
+// and only the latest answers are read.
+func TestStore_ThroughputOf(t *testing.T) {
+	s := openTemp(t)
+	const hour = 3_600_000
+	if err := s.Commit("generate[a]", []Item{
+		{Key: "a", FP: "fp", CompletionTokens: 500, Sent: 1_000, Finished: 11_000},
+		{Key: "b", FP: "fp", CompletionTokens: 500, Sent: 6_000, Finished: 16_000},
+		{Key: "c", FP: "fp", CompletionTokens: 9_999},
+		{Key: "d", FP: "fp", Status: 2, Reason: "http 500", Sent: 1, Finished: 20_000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit("generate[b]", []Item{
+		{Key: "e", FP: "fp", CompletionTokens: 1_000, Sent: hour, Finished: hour + 10_000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ids    []string
+		limit  int
+		tps    float64
+		n      int
+		reason string
+	}{
+		{[]string{"generate[a]", "generate[b]"}, 100, 80, 3, "2,000 tokens in 25 s busy"},
+		{[]string{"generate[a]"}, 100, 1000.0 / 15, 2, "1,000 tokens in 15 s, the overlap once"},
+		{[]string{"generate[a]", "generate[b]"}, 1, 100, 1, "the latest answer only"},
+		{[]string{"other"}, 100, 0, 0, "no answers"},
+	} {
+		tps, n, err := s.ThroughputOf(ctx, tc.ids, tc.limit)
+		if err != nil || n != tc.n || math.Abs(tps-tc.tps) > 1e-9 {
+			t.Errorf("ThroughputOf(%v, %d) = %v, %d, %v; want %v, %d (%s)", tc.ids, tc.limit, tps, n, err, tc.tps, tc.n, tc.reason)
+		}
 	}
 }

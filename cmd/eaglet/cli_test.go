@@ -184,6 +184,9 @@ func TestCLI_PlanAfterBudgetRun(t *testing.T) {
 		// The run agrees with the plan: nothing to do.
 		{[]string{"run", path}, "20_000", exitOK, "everything is up to date"},
 		{[]string{"plan", "--detailed-exitcode", path}, "30_000", exitChanges, "(the budget allows "},
+		// The first run's answers measured the pace: the time is priced
+		// at it, not at the spec's tokens_per_second.
+		{[]string{"plan", path}, "30_000", exitOK, "of generation at the pace the endpoints' answers came at so far ("},
 	}
 	for _, s := range steps {
 		withBudget(s.budget)

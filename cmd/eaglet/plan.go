@@ -14,6 +14,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/human"
 	"github.com/eaglet-dev/eaglet/internal/report"
 	"github.com/eaglet-dev/eaglet/specs"
+	"github.com/eaglet-dev/eaglet/stages"
 	"github.com/eaglet-dev/eaglet/state"
 )
 
@@ -92,6 +93,7 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate s
 	var seconds, dollars float64
 	var disk int64
 	toRun := 0
+	paces, rates := map[string]bool{}, map[float64]bool{}
 	for _, s := range steps {
 		e := s.Estimate
 		recs := fmt.Sprintf("%d", e.Records)
@@ -111,6 +113,12 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate s
 			completion += s.NewTokens
 			seconds += e.Seconds
 			dollars += e.Dollars
+			if e.Seconds > 0 {
+				paces[e.Pace] = true
+				if e.Pace == stages.PaceMeasured {
+					rates[e.Rate] = true
+				}
+			}
 			disk += s.NewBytes
 		}
 	}
@@ -132,7 +140,7 @@ func printPlan(w io.Writer, p *engine.Pipeline, steps []*engine.Step, upToDate s
 		fmt.Fprintf(w, "; about %s completion tokens", count(completion))
 	}
 	if seconds > 0 {
-		fmt.Fprintf(w, ", %s of generation at the endpoints' stated throughput", duration(seconds))
+		fmt.Fprintf(w, ", %s of generation %s", duration(seconds), paceWords(paces, rates))
 	}
 	if dollars > 0 {
 		fmt.Fprintf(w, ", $%.2f", dollars)
@@ -194,4 +202,24 @@ func recordPlan(ctx context.Context, p *engine.Pipeline, store *state.Store, ste
 		return "plan not recorded for the report: " + err.Error()
 	}
 	return ""
+}
+
+// paceWords says where the plan's time comes from: the pace earlier
+// answers came at (with it, when the stages share one), or the spec's
+// tokens_per_second, a guess until the server has answered.
+func paceWords(paces map[string]bool, rates map[float64]bool) string {
+	measured := "at the pace the endpoints' answers came at so far"
+	if len(rates) == 1 {
+		for r := range rates {
+			measured += fmt.Sprintf(" (%s tokens/s)", count(int64(r)))
+		}
+	}
+	switch {
+	case paces[stages.PaceMeasured] && paces[stages.PaceStated]:
+		return measured + ", or their tokens_per_second where none has (a guess)"
+	case paces[stages.PaceMeasured]:
+		return measured
+	default:
+		return "at the endpoints' stated tokens_per_second (a guess until answers are measured)"
+	}
 }

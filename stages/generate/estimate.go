@@ -74,8 +74,19 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 		out.Note = strings.TrimPrefix(out.Note+"; "+n, "; ")
 	}
 	out.CompletionTokens = int64(in.Records) * int64(per)
-	if tps := g.ep.Spec.TokensPerSecond; tps > 0 {
-		out.Seconds = float64(out.CompletionTokens) / tps
+	tps, pace := g.ep.Spec.TokensPerSecond, stages.PaceStated
+	if g.throughput != nil {
+		measured, n, err := g.throughput()
+		if err != nil {
+			return out, fmt.Errorf("estimate: read the endpoint's pace: %w", err)
+		}
+		if n >= measuredPace && measured > 0 {
+			// What the server did beats what the spec guessed it would.
+			tps, pace = measured, stages.PaceMeasured
+		}
+	}
+	if tps > 0 && out.CompletionTokens > 0 {
+		out.Seconds, out.Pace, out.Rate = float64(out.CompletionTokens)/tps, pace, tps
 	}
 	if p := g.ep.Spec.Price; p != nil {
 		out.Dollars = (float64(out.PromptTokens)*p.Input + float64(out.CompletionTokens)*p.Output) / 1e6
@@ -121,6 +132,10 @@ func (g *Generate) Estimate(in stages.Estimate) (stages.Estimate, error) {
 	}
 	return out, nil
 }
+
+// measuredPace is how many answers make their pace a better estimate of
+// the time left than the spec's tokens_per_second.
+const measuredPace = 20
 
 // measured is how many live answers make their mean a better estimate of
 // the records left than the spec's est_completion_tokens, a guess written

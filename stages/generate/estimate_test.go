@@ -1,7 +1,9 @@
 package generate_test
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/eaglet-dev/eaglet/internal/sim"
 	"github.com/eaglet-dev/eaglet/internal/sim/server"
 	"github.com/eaglet-dev/eaglet/internal/sim/simtest"
+	"github.com/eaglet-dev/eaglet/stages"
 )
 
 // TestEstimate_PricedFromAnswersSoFar: a dataset without
@@ -152,5 +155,59 @@ stages:
 		if r := float64(planned[tc.id]) / float64(got); r < 0.75 || r > 1.33 {
 			t.Errorf("%s: planned %d completion tokens, the run spent %d (%.2fx)", tc.id, planned[tc.id], got, r)
 		}
+	}
+}
+
+// TestEstimate_TimeAtTheMeasuredPace: before any answer plan prices time
+// at the spec's tokens_per_second, saying so; once answers came, at the
+// pace they came at (the store's throughput of the stage's answers), which
+// replaces the guess, and no request is sent for it.
+func TestEstimate_TimeAtTheMeasuredPace(t *testing.T) {
+	srv := simtest.ServeCounting(t, server.Config{Model: sim.New(sim.Config{Seed: 4, MeanTokens: 80, Sigma: 0.3}), Speed: 2000})
+	dir := t.TempDir()
+	writePrompts(t, filepath.Join(dir, "prompts.jsonl"), 100)
+	spec := func(cap int) string {
+		return fmt.Sprintf(`version: 1
+name: pace
+state: state.db
+datasets:
+  d: {source: prompts.jsonl, est_completion_tokens: 80}
+endpoints:
+  e: {api: openai, urls: ["%s/v1"], model: sim, concurrency: 8, tokens_per_second: 1000000}
+stages:
+  - {name: load, uses: load, foreach: datasets}
+  - {name: cap, uses: cap, needs: [load], foreach: datasets, with: {max_samples: %d, seed: 1}}
+  - {name: generate, uses: generate, needs: [cap], foreach: datasets, with: {max_tokens: 400}}
+`, srv.URL, cap)
+	}
+	plan := func(s string) *engine.Step {
+		t.Helper()
+		p, store := enginetest.Open(t, dir, s)
+		for _, st := range p.Plan(store, engine.Selection{}) {
+			if st.Node.ID == "generate[d]" {
+				return st
+			}
+		}
+		t.Fatal("no generate[d] in the plan")
+		return nil
+	}
+	first := plan(spec(40))
+	if e := first.Estimate; e.Pace != stages.PaceStated || e.Rate != 1e6 || e.Seconds != float64(e.CompletionTokens)/1e6 {
+		t.Errorf("before any answer: %v s at %v tokens/s (%s); want the stated 1M tokens/s", e.Seconds, e.Rate, e.Pace)
+	}
+	p, store := enginetest.Open(t, dir, spec(40))
+	enginetest.Run(t, p, store, nil)
+	tps, n, err := store.ThroughputOf(context.Background(), []string{"generate[d]"}, 5000)
+	if err != nil || n != 40 || tps <= 0 || tps > 100_000 {
+		t.Fatalf("throughput of the 40 answers: %v tokens/s over %d (%v)", tps, n, err)
+	}
+	srv.Take()
+	next := plan(spec(100))
+	e := next.Estimate
+	if e.Pace != stages.PaceMeasured || e.Rate != tps || math.Abs(e.Seconds-float64(next.NewTokens)/tps) > 1e-6*e.Seconds {
+		t.Errorf("after 40 answers: %v s for %d new tokens at %v tokens/s (%s); want them at the %v tokens/s measured", e.Seconds, next.NewTokens, e.Rate, e.Pace, tps)
+	}
+	if n := srv.Take(); n != 0 {
+		t.Errorf("plan sent %d requests; want none", n)
 	}
 }

@@ -39,6 +39,9 @@ type Generate struct {
 	// answered reports this instance's live answers so far, so a plan
 	// prices the records left at their mean; nil when nothing has run.
 	answered func() (stages.Usage, error)
+	// throughput is the pace the stage's answers came at so far, for the
+	// plan's time; nil before any run.
+	throughput func() (float64, int, error)
 	// kept holds the answers of records of several answers an
 	// interrupted run had.
 	kept *keptTurns
@@ -79,6 +82,11 @@ func newGenerate(inst *stages.Instance, o *Options) (stages.Stage, error) {
 	g.client = &endpoint.Client{Endpoint: ep, Instance: inst.ID, Share: share, Timeout: timeout, Retries: *o.Retries}
 	if inst.Usage != nil {
 		g.answered = func() (stages.Usage, error) { return inst.Usage([]string{inst.ID}) }
+	}
+	if inst.Throughput != nil {
+		// The endpoint's pace for the stage as a whole: its instances
+		// share it, so each one's time at the whole pace adds up.
+		g.throughput = func() (float64, int, error) { return inst.Throughput(inst.Siblings) }
 	}
 	if err := g.setStopIDs(inst); err != nil {
 		return nil, err
